@@ -1,0 +1,34 @@
+# Fresh-machine entry points:  make demo  |  make test
+# Both create .venv and install the pinned stack first (requirements/lock.txt).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+KERNELBENCH ?= $(shell [ -d ../shared/kernelbench ] && echo ../shared/kernelbench)
+DEVICE ?= auto
+OUT    ?= runs/demo
+
+.PHONY: venv test test-fast demo clean bench-gpu
+
+venv: $(VENV)/.installed
+
+# torch first and alone: `pip install torch==2.13.0` resolves to the local CPU wheel on CPU machines and
+# to the default (CUDA) wheel elsewhere; everything after it must not move it.
+$(VENV)/.installed: pyproject.toml requirements/lock.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c requirements/lock.txt -e '.[dev]'
+	touch $@
+
+test: venv
+	$(PY) -m pytest -q -ra
+
+test-fast: venv
+	$(PY) -m pytest -q -ra -m 'not slow and not gpu'
+
+demo: venv
+	$(VENV)/bin/drk eval --level 1,2 --solutions data/solutions $(if $(KERNELBENCH),--kernelbench $(KERNELBENCH)) \
+	  --device $(DEVICE) --out $(OUT)
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,333 @@
+"""The checks of one evaluation, in the judge: correctness trials, the Triton-ablation probe, timing,
+the output-caching probe, profiling and coverage. Each step writes into the `EvalResult` it was given.
+
+Mode cycling: trial k runs in MODES[k % 4] (train/eval x grad/no-grad, trial 0 = KernelBench's train +
+grad). A mismatch in a train-mode trial is `incorrect`; in an eval-mode trial it is the flag
+`eval_mode_mismatch` only (tasks with BatchNorm/Dropout differ between modes, and the Dr. Kernel protocol
+checks train mode), but Triton must launch in every mode, or the verdict is `no_triton`.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import TYPE_CHECKING
+
+import torch
+
+from drk.gym import compare, harness
+from drk.gym import types as T
+from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of
+
+if TYPE_CHECKING:
+    from drk.gym.judge import Judge, PreparedTask
+
+# train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).
+MODES = [(True, True), (True, False), (False, False), (False, True)]
+EVAL_MODE_MISMATCH = "eval_mode_mismatch"
+CACHE_PROBE_SEED = 7919
+SIDE_STREAM_MIN_GAP_MS = 0.1
+
+
+def mode_name(train: bool, grad: bool) -> str:
+    return f"{'train' if train else 'eval'} mode, {'grad' if grad else 'no_grad'}"
+
+
+class TrialChecks:
+    def __init__(self, judge: "Judge", req: T.EvalRequest, task: "PreparedTask", res: T.EvalResult,
+                 deadline: float) -> None:
+        self.j, self.req, self.task, self.res, self.deadline = judge, req, task, res, deadline
+        self.opts = req.options
+        self.device = judge.device
+        self.cuda = judge.cuda
+        self.kept: dict[str, tuple[list, list]] = {}   # key -> (private inputs, inputs the runner holds)
+        self.cpu_launch_s = 0.0
+        self.cpu_wall_s = 0.0
+        self.cpu_rows: dict[str, float] = {}
+
+    # ---- running the candidate ---------------------------------------------------------------------
+    def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
+                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, list]:
+        """One candidate forward. Returns (reply, outputs, inputs as the candidate left them)."""
+        header = {"op": "forward", "key": key or "scratch", "train": train, "grad": grad, "poison": True,
+                  "skip_triton": skip_triton, "poison_bytes": 2 * nbytes(refs)}
+        if self.cuda:
+            if refresh is not None:
+                shared = self.kept[key][1]
+                for t, new in zip(shared, refresh):
+                    if isinstance(t, torch.Tensor):
+                        t.copy_(new)
+            else:
+                shared = clone(inputs)
+            bufs = [torch.full_like(r, float("nan")) if r.is_floating_point() else torch.empty_like(r) for r in refs]
+            payload = {"inputs": None if refresh is not None else shared, "out_buffers": bufs}
+            torch.cuda.synchronize()
+            reply, _ = self.j.call(header, payload, deadline=self.deadline)
+            if key:
+                self.kept[key] = (inputs, shared)
+            return reply, self._buffers_as_outputs(reply, bufs), shared
+        payload = {"inputs": None, "refresh": refresh} if refresh is not None else {"inputs": clone(inputs)}
+        header["return_inputs"] = True
+        reply, frames = self.j.call(header, payload, deadline=self.deadline)
+        if not reply.get("ok"):
+            return reply, [], inputs
+        descs = reply.get("outputs") or []
+        n_in = sum(isinstance(t, torch.Tensor) for t in inputs)
+        if len(frames) != len(descs) + n_in:
+            raise ValueError("candidate process returned a malformed forward reply")
+        outs = [from_frame(d, f) for d, f in zip(descs, frames)]
+        after, it = [], iter(frames[len(descs):])
+        for t in inputs:
+            after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}, next(it))
+                         if isinstance(t, torch.Tensor) else t)
+        if key:
+            self.kept[key] = (inputs, [])
+        self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
+        self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
+        for name, s in reply.get("launches", []):
+            self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
+        return reply, outs, after
+
+    @staticmethod
+    def _buffers_as_outputs(reply: dict, bufs: list[torch.Tensor]) -> list:
+        """Receive buffers the runner wrote; a shape/dtype mismatch becomes a stand-in of the described
+        shape so the comparison reports it."""
+        if not reply.get("ok"):
+            return []
+        descs = reply.get("outputs") or []
+        outs = []
+        for i, d in enumerate(descs):
+            if i < len(bufs) and d.get("written"):
+                outs.append(bufs[i])
+            else:  # not written: a zero-size stand-in of the described shape and dtype
+                shape = [max(0, int(s)) for s in d.get("shape", [])][:16]
+                dt = DTYPES.get(str(d.get("dtype")), torch.float32)
+                outs.append(torch.zeros((), dtype=dt).expand(shape))
+        return outs
+
+    def _fail(self, reply: dict) -> None:
+        self.res.verdict = reply.get("kind") or T.RUNTIME_ERROR
+        self.res.error = reply.get("error", "")
+        if reply.get("cuda_error"):
+            self.j.recycle()  # a CUDA error poisons the runner's context
+
+    # ---- correctness -------------------------------------------------------------------------------
+    def correctness(self) -> bool:
+        res, opts, task = self.res, self.opts, self.task
+        n = max(1, int(opts.trials))
+        res.trials = n
+        t_first, t_rest = time.monotonic(), None
+        for k in range(n):
+            train, grad = MODES[k % 4]
+            inputs = harness.make_inputs(task.module, opts.seed + k, self.device)
+            refs = harness.forward(task.model, clone(inputs), train=train, grad=grad)
+            if k == 0:
+                self._first_trial_facts(inputs, refs)
+            key = "timing" if k == min(1, n - 1) else ""
+            reply, outs, after = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+            if k == 0:
+                res.phase_seconds["compile"] = time.monotonic() - t_first
+                t_rest = time.monotonic()
+            if not reply.get("ok"):
+                self._fail(reply)
+                res.error = f"trial {k + 1}/{n} ({mode_name(train, grad)}): {res.error}"
+                return False
+            subclass = [d["subclass"] for d in reply.get("outputs", []) if d.get("subclass")]
+            if subclass:
+                res.verdict, res.error = T.HACKED, f"forward returned a tensor subclass ({subclass[0]}), not a plain tensor"
+                return False
+            cmp = compare.compare_outputs(outs, refs, opts.tolerance)
+            if cmp.max_abs_diff is not None:
+                res.max_abs_diff = max(res.max_abs_diff or 0.0, cmp.max_abs_diff)
+                res.mean_abs_diff = max(res.mean_abs_diff or 0.0, cmp.mean_abs_diff or 0.0)
+            if k == 0 and opts.fp64_check and cmp.ok:
+                res.max_abs_diff_fp64 = self._fp64_diff(inputs, outs, train, grad)
+            if not cmp.ok:
+                if train:
+                    res.verdict, res.error = T.INCORRECT, f"trial {k + 1}/{n} ({mode_name(train, grad)}): {cmp.message}"
+                    return False
+                if EVAL_MODE_MISMATCH not in res.flags:
+                    res.flags.append(EVAL_MODE_MISMATCH)
+            if compare.inputs_changed(inputs, after):
+                res.verdict = T.INCORRECT
+                res.flags.append(T.INPUT_MUTATED)
+                res.error = f"trial {k + 1}/{n}: the forward modified its input tensors in place"
+                return False
+            if not reply.get("launches"):
+                res.verdict = T.NO_TRITON
+                res.error = (f"no Triton kernel ran in the forward ({mode_name(train, grad)}); every forward must "
+                             "launch the Triton kernels that compute the result")
+                return False
+            res.triton_kernels = sorted(set(res.triton_kernels) | {name for name, _ in reply["launches"]})
+            res.trials_passed += 1
+        res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
+        if self.cuda:
+            mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
+            res.peak_memory_mb = round(mem.get("peak_bytes", 0) / 2**20, 2)
+        res.verdict, res.correct = T.OK, True
+        return True
+
+    def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> None:
+        res, task = self.res, self.task
+        res.shapes["inputs"] = shapes_of(inputs)
+        res.shapes["outputs"] = shapes_of(refs)
+        res.shapes["input_mb"] = round(nbytes(inputs) / 2**20, 3)
+        res.shapes["output_mb"] = round(nbytes(refs) / 2**20, 3)
+        why = compare.degenerate(refs, self.opts.tolerance)
+        if why:
+            res.flags.append(T.DEGENERATE_TASK)
+            res.shapes["degenerate"] = why
+        saved = {k: v.clone() for k, v in task.model.named_buffers()}
+        again = harness.forward(task.model, clone(inputs), train=True, grad=True)
+        with torch.no_grad():
+            for k, v in task.model.named_buffers():
+                v.copy_(saved[k])
+        if not compare.compare_outputs(again, refs, self.opts.tolerance).ok:
+            res.flags.append(T.NONDETERMINISTIC_REFERENCE)
+
+    def _fp64_diff(self, inputs: list, outs: list, train: bool, grad: bool) -> float | None:
+        import copy
+
+        try:
+            m64 = copy.deepcopy(self.task.model).double()
+            x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+            ref64 = harness.forward(m64, x64, train=train, grad=grad)
+            return max(float((o.double() - r).abs().max()) for o, r in zip(outs, ref64) if r.numel())
+        except Exception:  # a float64 reference is optional (some ops lack float64 kernels)
+            return None
+
+    # ---- is Triton doing the work? -----------------------------------------------------------------
+    def ablation(self) -> None:
+        """Rerun with every Triton launch skipped and allocations poisoned: if the outputs are still
+        right, the Triton kernels do not compute the result (a token launch beside torch code)."""
+        opts, task = self.opts, self.task
+        inputs = harness.make_inputs(task.module, opts.seed + max(1, opts.trials), self.device)
+        refs = harness.forward(task.model, clone(inputs), train=True, grad=False)
+        reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
+        if reply.get("ok") and compare.compare_outputs(outs, refs, opts.tolerance).ok:
+            self.res.verdict, self.res.correct = T.NO_TRITON, False
+            self.res.flags.append(T.TRITON_UNUSED)
+            self.res.error = ("the outputs stay correct when every Triton launch is skipped, so the Triton kernels "
+                              "do not compute the result; move the computation into the kernels")
+
+    # ---- timing ------------------------------------------------------------------------------------
+    def timing(self) -> None:
+        res, opts = self.res, self.opts
+        t0 = time.monotonic()
+        hdr = {"op": "time", "keys": ["timing"], "warmup": opts.warmup, "trials": opts.timing_trials,
+               "l2_flush": opts.l2_flush, "train": True}
+        cand, _ = self.j.call(hdr, deadline=self.deadline)
+        if not cand.get("ok"):
+            self._fail(cand)
+            res.correct = False
+            return
+        runtime, stats, flags = self._runtime_from(cand)
+        res.flags += flags
+        eager, compiled = self._reference_times()
+        res.ref_eager_ms, res.ref_compile_ms = eager, compiled
+        if eager and runtime and eager / runtime > opts.max_plausible_speedup:
+            again, _ = self.j.call(hdr, deadline=self.deadline)  # re-measure before believing it
+            if again.get("ok"):
+                runtime2, stats2, flags2 = self._runtime_from(again)
+                if runtime2 > runtime:
+                    runtime, stats = runtime2, stats2
+                res.flags += [f for f in flags2 if f not in res.flags]
+            if eager / runtime > opts.max_plausible_speedup:
+                res.flags.append(T.EXCESSIVE_SPEEDUP)
+        res.runtime_ms, res.runtime_stats = runtime, stats
+        res.speedup = eager / runtime if eager and runtime else None
+        res.speedup_compile = compiled / runtime if compiled and runtime else None
+        res.phase_seconds["timing"] = time.monotonic() - t0
+
+    @staticmethod
+    def _runtime_from(reply: dict) -> tuple[float, dict, list[str]]:
+        stream, device = reply.get("stream") or [0.0], reply.get("device") or [0.0]
+        s_med, d_med = statistics.median(stream), statistics.median(device)
+        if d_med - s_med > max(SIDE_STREAM_MIN_GAP_MS, 0.5 * s_med):
+            return d_med, harness.summarize(device), [T.SIDE_STREAM]
+        return s_med, harness.summarize(stream), []
+
+    def _reference_times(self) -> tuple[float | None, float | None]:
+        opts, task, j = self.opts, self.task, self.j
+        inputs = self.kept["timing"][0]
+        sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
+               j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush)
+        out = []
+        for mode in ("eager", "compile"):
+            if mode == "compile" and not opts.compile_baseline:
+                out.append(None)
+                continue
+            key = repr(sig + (mode,))
+            cached = j.ref_times.get(key)
+            if cached is not None:
+                out.append(cached)
+                continue
+            ms = self._time_reference(inputs, mode)
+            if ms is not None:
+                j.ref_times.put(key, ms, {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})
+            out.append(ms)
+        return out[0], out[1]
+
+    def _time_reference(self, inputs: list, mode: str) -> float | None:
+        model = self.task.model
+        fn = model
+        if mode == "compile":
+            try:
+                fn = torch.compile(model)
+            except Exception:
+                return None
+        model.train(True)
+        try:
+            with torch.no_grad():
+                ms = harness.time_calls(lambda i: fn(*inputs), self.device, warmup=self.opts.warmup,
+                                        trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush)
+        except Exception:  # torch.compile can fail on exotic references; the eager baseline still stands
+            if mode == "eager":
+                raise
+            return None
+        return statistics.median(ms["stream"])
+
+    # ---- caching probe -----------------------------------------------------------------------------
+    def caching(self) -> None:
+        """Change the timing inputs' values in place (same tensors, same pointers) and call again: a
+        candidate that caches outputs by pointer, shape or a sample of the content returns stale values."""
+        if "timing" not in self.kept:
+            return
+        task, opts = self.task, self.opts
+        fresh = harness.make_inputs(task.module, opts.seed + CACHE_PROBE_SEED, self.device)
+        refs = harness.forward(task.model, clone(fresh), train=True, grad=False)
+        reply, outs, _ = self.run_candidate(fresh, refs, train=True, grad=False, key="timing", refresh=fresh)
+        if not reply.get("ok"):
+            self._fail(reply)
+            self.res.correct = False
+            return
+        cmp = compare.compare_outputs(outs, refs, opts.tolerance)
+        if not cmp.ok:
+            self.res.verdict, self.res.correct = T.HACKED, False
+            self.res.flags.append(T.OUTPUT_CACHED)
+            self.res.error = ("after the inputs' values changed in place, the forward returned stale outputs "
+                              f"({cmp.message}); outputs must be recomputed on every call")
+
+    # ---- coverage ----------------------------------------------------------------------------------
+    def profile(self) -> None:
+        t0 = time.monotonic()
+        reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
+        if not reply.get("ok"):
+            return
+        rows, triton = reply.get("rows") or [], set(reply.get("triton") or [])
+        total = sum(float(r.get("ms", 0.0)) for r in rows)
+        ours = sum(float(r.get("ms", 0.0)) for r in rows if r.get("name") in triton)
+        self.res.coverage = ours / total if total > 0 else None
+        self.res.kernels = [{"name": str(r.get("name"))[:120], "ms": round(float(r.get("ms", 0.0)), 4),
+                             "calls": int(r.get("calls", 1)),
+                             "share": round(float(r.get("ms", 0.0)) / total, 4) if total else None,
+                             "triton": r.get("name") in triton} for r in rows[:10]]
+        self.res.phase_seconds["profile"] = time.monotonic() - t0
+
+    def cpu_coverage(self) -> None:
+        if self.cpu_wall_s <= 0:
+            return
+        self.res.coverage = min(1.0, self.cpu_launch_s / self.cpu_wall_s)
+        total = self.cpu_wall_s
+        self.res.kernels = [{"name": n, "ms": round(s * 1000, 3), "share": round(s / total, 4), "triton": True}
+                            for n, s in sorted(self.cpu_rows.items(), key=lambda kv: -kv[1])[:10]]
+

@@ -1,0 +1,370 @@
+"""The judge: the trusted half of an evaluation slot (`python -m drk.gym.judge`).
+
+One judge per device slot. It builds the reference from the task (never from candidate code), makes the
+seeded inputs, computes the expected outputs, and drives a sandboxed runner process
+(`drk.gym.runner`) that executes the candidate. Candidate outputs come back as raw bytes (CPU) or are
+written into receive buffers the judge owns and shares through CUDA IPC (GPU); the judge compares them
+here, so a candidate that patches `torch.allclose` or the timers in its own process cannot change a
+correctness verdict. The judge also times the reference (eager and torch.compile, cached per task,
+shapes, GPU and protocol) on the same GPU, and turns everything into one `EvalResult`.
+
+Protocol of one evaluation (`Judge.evaluate`): static check → reference at the right scale → runner loads
+the candidate → `trials` correctness trials with fresh seeded inputs, cycling train/eval × grad/no-grad →
+Triton-ablation probe (all launches skipped: still correct means Triton did no work) → GPU: candidate and
+reference timing, output-caching check after timing (inputs changed in place), profile of one forward and
+Triton coverage; CPU: coverage = Triton share of forward wall time → verdict and flags.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from drk.gym import harness, static, wire
+from drk.gym import types as T
+from drk.gym.refcache import RefTimeCache
+from drk.gym.sandbox import scrubbed_env
+from drk.gym.tensors import nbytes
+from drk.tasks.scaling import ScalingError, fit_budget, scale_source
+
+CPU_INPUT_BUDGET_MB = 2.0
+RUNNER_MAX_TASKS = 64
+
+
+class RunnerGone(Exception):
+    def __init__(self, verdict: str, message: str) -> None:
+        super().__init__(message)
+        self.verdict, self.message = verdict, message
+
+
+@dataclass
+class PreparedTask:
+    key: tuple
+    module: object
+    source: str
+    constants: dict
+    scaled: bool
+    init_inputs: list
+    model: torch.nn.Module
+    input_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class RunnerHandle:
+    """One sandboxed runner process and its connection."""
+
+    def __init__(self, device: str, slot_dir: str, triton_cache: str, sandbox: bool) -> None:
+        self.workdir = tempfile.mkdtemp(prefix="run-", dir=slot_dir)
+        self.log_path = os.path.join(self.workdir, "runner.log")
+        self.conn, child_fd = wire.socket_pair()
+        overrides = {"TRITON_CACHE_DIR": triton_cache, "HOME": self.workdir, "TMPDIR": self.workdir}
+        if not device.startswith("cuda"):
+            overrides["TRITON_INTERPRET"] = "1"
+        cmd = [sys.executable, "-m", "drk.gym.runner", "--fd", str(child_fd), "--device", device,
+               "--workdir", self.workdir, "--triton-cache", triton_cache] + ([] if sandbox else ["--no-sandbox"])
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, env=scrubbed_env(**overrides), cwd=self.workdir, pass_fds=(child_fd,),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        os.close(child_fd)
+        self.tasks = 0
+        self.hello: dict = {}
+
+    def log_tail(self, n: int = 800) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        wire.close_quietly(self.conn)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def death_reason(self) -> str:
+        try:
+            rc = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "the runner stopped answering"
+        why = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
+        tail = self.log_tail()
+        return f"the process running the candidate {why}" + (f"; its last output:\n{tail[-600:]}" if tail else "")
+
+
+class Judge:
+    def __init__(self, device: str, slot_dir: str, cache_path: str | None, sandbox: bool = True) -> None:
+        self.device = device
+        self.cuda = device.startswith("cuda")
+        self.slot_dir = slot_dir
+        self.triton_cache = os.path.join(slot_dir, "triton-cache")
+        os.makedirs(self.triton_cache, exist_ok=True)
+        self.sandbox = sandbox
+        self.runner: RunnerHandle | None = None
+        self.tasks: dict[tuple, PreparedTask] = {}
+        self.ref_times = RefTimeCache(cache_path)
+        if self.cuda:
+            torch.cuda.set_device(torch.device(device))
+        self.versions = harness.versions()
+        self.pickler = self._ipc_pickler() if self.cuda else pickle.dumps
+
+    @staticmethod
+    def _ipc_pickler():
+        import torch.multiprocessing  # noqa: F401 (registers CUDA IPC reductions)
+        from multiprocessing.reduction import ForkingPickler
+
+        return lambda obj: bytes(ForkingPickler.dumps(obj))
+
+    # ---- runner management -------------------------------------------------------------------------
+    def _runner(self, deadline: float) -> RunnerHandle:
+        if self.runner is not None and (self.runner.proc.poll() is not None or self.runner.tasks >= RUNNER_MAX_TASKS):
+            self.recycle()
+        if self.runner is None:
+            r = RunnerHandle(self.device, self.slot_dir, self.triton_cache, self.sandbox)
+            self.runner = r
+            try:
+                r.hello, _ = wire.recv(r.conn, timeout=max(30.0, deadline - time.monotonic()))
+            except (TimeoutError, EOFError, OSError, wire.ProtocolError):
+                reason = r.death_reason()
+                self.recycle()
+                raise RunnerGone(T.CRASHED, f"evaluator worker failed to start: {reason}") from None
+        return self.runner
+
+    def recycle(self) -> None:
+        if self.runner is not None:
+            self.runner.kill()
+            self.runner = None
+
+    def call(self, header: dict, payload=None, *, deadline: float) -> tuple[dict, list[bytes]]:
+        """Send one op to the runner and wait for its reply, enforcing the evaluation deadline."""
+        r = self._runner(deadline)
+        frames = [self.pickler(payload)] if payload is not None else []
+        try:
+            wire.send(r.conn, dict(header, pickled=payload is not None), frames)
+            reply, rframes = wire.recv(r.conn, timeout=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            self.recycle()
+            raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; "
+                                        "look for infinite loops or a kernel that never finishes)") from None
+        except (EOFError, OSError, wire.ProtocolError) as e:
+            reason = r.death_reason() if not isinstance(e, wire.ProtocolError) else f"protocol violation: {e}"
+            self.recycle()
+            raise RunnerGone(T.CRASHED, reason) from None
+        if reply.get("op") != header["op"]:
+            self.recycle()
+            raise RunnerGone(T.FORBIDDEN, "the candidate process sent an unexpected message")
+        tampered = reply.get("integrity") or []
+        violations = reply.get("violations") or []
+        if tampered or violations:
+            self.recycle()
+            what = violations[0] if violations else f"tampering detected: {', '.join(tampered[:5])} changed"
+            raise RunnerGone(T.FORBIDDEN, what)
+        return reply, rframes
+
+    # ---- reference ---------------------------------------------------------------------------------
+    def prepare(self, task: T.Task, opts: T.EvalOptions) -> PreparedTask:
+        budget_mb = opts.input_budget_mb if opts.input_budget_mb is not None else (
+            None if self.cuda else CPU_INPUT_BUDGET_MB)
+        key = (task.id, task.source_hash, opts.scale, budget_mb, opts.seed)
+        if key in self.tasks:
+            return self.tasks[key]
+        notes = []
+        if opts.scale is not None:
+            plan = scale_source(task.source, opts.scale)
+        elif budget_mb is not None:
+            plan = fit_budget(task.source, int(budget_mb * 2**20), self._measure_inputs)
+        else:
+            plan = scale_source(task.source, 1.0)
+        source = plan.source
+        if self.cuda:
+            source, more = self._fit_device(task.source, source)
+            notes += more
+        name = f"drk_reference_{abs(hash(key)) % 10**8}"
+        module = harness.load_module(source, name)
+        for attr in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(module, attr):
+                raise ValueError(f"task {task.id} does not define {attr}")
+        init_inputs = harness.make_init_inputs(module, opts.seed)
+        model = harness.build_model(module, "Model", init_inputs, opts.seed, self.device)
+        constants = {k: v for k, v in scale_source(source, 1.0).constants.items()}
+        prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model,
+                                self._measure_inputs(source), notes)
+        if len(self.tasks) >= 4:
+            old = self.tasks.pop(next(iter(self.tasks)))
+            harness.unload_module(getattr(old.module, "__name__", ""))
+        self.tasks[key] = prepared
+        return prepared
+
+    @staticmethod
+    def _measure_inputs(source: str) -> int:
+        mod = harness.load_module(source, "drk_measure")
+        try:
+            with torch.device("meta"):
+                harness.seed_all(0)
+                return nbytes(list(mod.get_inputs()))
+        finally:
+            harness.unload_module("drk_measure")
+
+    def _fit_device(self, original: str, source: str) -> tuple[str, list[str]]:
+        """Scale a task down when its inputs (x8 for outputs, copies and intermediates) exceed free memory."""
+        free, _ = torch.cuda.mem_get_info()
+        need = self._measure_inputs(source) * 8
+        if need <= free:
+            return source, []
+        plan = fit_budget(original, int(free / 8), self._measure_inputs)
+        return plan.source, [T.SCALED_FOR_MEMORY]
+
+    # ---- one evaluation ----------------------------------------------------------------------------
+    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+        t_start = time.monotonic()
+        opts = req.options
+        deadline = t_start + opts.timeout_s
+        res = T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, request_id=req.request_id,
+                           task_hash=req.task.source_hash, versions=dict(self.versions),
+                           protocol=protocol_of(opts, self.cuda))
+        phases = res.phase_seconds
+        rep = static.check_source(req.source)
+        if not rep.ok:
+            res.verdict, res.error = rep.verdict, rep.error
+            phases["total"] = time.monotonic() - t_start
+            return res
+        try:
+            self._evaluate(req, res, deadline)
+        except RunnerGone as g:
+            res.verdict, res.error = g.verdict, g.message
+            res.correct = False
+        except (ScalingError, TaskSetupError) as e:
+            res.verdict, res.error = T.RUNTIME_ERROR, f"task cannot be evaluated here: {e}"
+            res.flags.append("task_error")
+        finally:
+            phases["total"] = time.monotonic() - t_start
+            if self.runner is not None:
+                self.runner.tasks += 1
+                try:
+                    self.call({"op": "unload"}, deadline=time.monotonic() + 30)
+                except RunnerGone:
+                    pass
+        if res.verdict in (T.FORBIDDEN, T.HACKED):
+            self.recycle()  # never reuse a process a hostile candidate ran in
+        return res
+
+    def _evaluate(self, req: T.EvalRequest, res: T.EvalResult, deadline: float) -> None:
+        opts, phases = req.options, res.phase_seconds
+        t0 = time.monotonic()
+        try:
+            task = self.prepare(req.task, opts)
+        except ScalingError:
+            raise
+        except Exception as e:
+            raise TaskSetupError(f"the reference program failed to load: {harness.short_error(e)}") from None
+        res.shapes = {"constants": task.constants, "scaled": task.scaled}
+        if task.scaled:
+            res.flags.append(T.SCALED_SHAPES)
+        res.flags += [n for n in task.notes if n not in res.flags]
+        phases["reference"] = time.monotonic() - t0
+
+        t0 = time.monotonic()
+        if self.cuda:
+            self.call({"op": "memory", "reset": True}, deadline=deadline)
+        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed},
+                             {"init_inputs": task.init_inputs}, deadline=deadline)
+        phases["load"] = time.monotonic() - t0
+        if not reply.get("ok"):
+            res.verdict, res.error = reply.get("kind", T.RUNTIME_ERROR), reply.get("error", "")
+            return
+        res.compiled = True
+        checks = TrialChecks(self, req, task, res, deadline)
+        if not checks.correctness():
+            return
+        checks.ablation()
+        if self.cuda and opts.timing and res.verdict == T.OK:
+            checks.timing()
+        if res.verdict == T.OK:
+            checks.caching()
+        if self.cuda and opts.profile and res.verdict == T.OK:
+            checks.profile()
+        elif not self.cuda:
+            checks.cpu_coverage()
+        if res.verdict == T.OK and res.coverage is not None and res.coverage < opts.low_coverage:
+            res.flags.append(T.LOW_COVERAGE)
+
+
+class TaskSetupError(RuntimeError):
+    """The task (not the candidate) cannot run: broken reference, unscalable, too large."""
+
+
+def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
+    keys = ("trials", "tolerance", "seed", "warmup", "timing_trials", "l2_flush", "compile_baseline",
+            "input_budget_mb", "scale", "max_plausible_speedup", "low_coverage")
+    p = {k: getattr(opts, k) for k in keys}
+    p["timing"] = bool(opts.timing and cuda)
+    return p
+
+
+from drk.gym.checks import TrialChecks  # noqa: E402  (checks imports Judge types above)
+
+
+def _serve(conn, judge: Judge) -> None:
+    wire.send(conn, {"op": "hello", "pid": os.getpid(), "device": judge.device, "versions": judge.versions})
+    while True:
+        try:
+            header, _ = wire.recv(conn)
+        except (EOFError, OSError):
+            break
+        if header.get("op") == "bye":
+            break
+        if header.get("op") != "evaluate":
+            wire.send(conn, {"op": "error", "error": f"unknown op {header.get('op')!r}"})
+            continue
+        try:
+            req = T.EvalRequest.from_dict(header["request"])
+            result = judge.evaluate(req).to_dict()
+        except Exception as e:  # a bug in the judge itself: report it as a crash of this evaluation
+            result = T.EvalResult(task=header.get("request", {}).get("task", {}).get("id", "?"), verdict=T.CRASHED,
+                                  error=f"evaluator error: {type(e).__name__}: {e}",
+                                  phase_seconds={}).to_dict()
+            traceback.print_exc()
+        wire.send(conn, {"op": "result", "result": result})
+    judge.recycle()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--fd", type=int, required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--slot-dir", required=True)
+    p.add_argument("--cache", default=None)
+    p.add_argument("--no-sandbox", action="store_true")
+    a = p.parse_args()
+    # No PR_SET_PDEATHSIG here: the pool starts judges from worker threads, and the signal would fire when
+    # that thread ends. The judge exits when its connection closes (the parent died or said bye).
+    conn = wire.connection_from_fd(a.fd)
+    judge = Judge(a.device, a.slot_dir, a.cache, sandbox=not a.no_sandbox)
+    try:
+        _serve(conn, judge)
+    finally:
+        judge.recycle()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""The local evaluator pool: persistent judge processes (one per slot), each driving a sandboxed runner.
+
+This is the embedded default backend. Slots: one per visible GPU (or `workers` slots spread over the
+GPUs), or `workers` on CPU. A slot's judge and runner stay warm across evaluations (torch and Triton
+imported, CUDA context up), the runner is recycled after a crash, a timeout, a CUDA error, a forbidden or
+hacked candidate, or every RUNNER_MAX_TASKS evaluations; a judge that stops answering is killed with its
+whole process group and restarted, and its request gets a `crashed`/`timeout` result. No request can
+wait forever: every wait has a deadline of the request's timeout plus `slack_s`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from typing import Callable, Iterable
+
+from drk.gym import static, wire
+from drk.gym import types as T
+from drk.gym.sandbox import redact, scrubbed_env, secret_values
+
+JUDGE_START_TIMEOUT_S = 300.0
+
+
+def default_cache_dir() -> str:
+    return os.environ.get("DRK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "drk")
+
+
+def detect_device(device: str = "auto") -> str:
+    if device not in ("auto", "", None):
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def visible_gpus() -> list[str]:
+    """Physical ids of the GPUs this process may use (respecting CUDA_VISIBLE_DEVICES)."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return [v.strip() for v in vis.split(",") if v.strip() and v.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def plan_slots(device: str, workers: int | None, gpus: list[str] | None = None) -> list[tuple[str, dict]]:
+    """(device string inside the slot, extra env) for each slot. On GPUs each slot sees exactly one GPU
+    as cuda:0 (CUDA_VISIBLE_DEVICES), so a candidate is evaluated and timed on exactly one GPU."""
+    if not device.startswith("cuda"):
+        n = workers or max(1, min(4, (os.cpu_count() or 2) // 2))
+        return [("cpu", {"OMP_NUM_THREADS": "1"}) for _ in range(n)]
+    if ":" in device:
+        gpus = [device.split(":", 1)[1]]
+    gpus = gpus if gpus is not None else visible_gpus()
+    if not gpus:
+        raise RuntimeError("no CUDA device visible; use --device cpu")
+    n = workers or len(gpus)
+    return [("cuda:0", {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]}) for i in range(n)]
+
+
+class Slot:
+    """One judge process and the thread that feeds it."""
+
+    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, sandbox: bool) -> None:
+        self.index, self.device, self.env, self.cache_path, self.sandbox = index, device, env, cache_path, sandbox
+        self.dir = os.path.join(root, f"slot{index}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.proc: subprocess.Popen | None = None
+        self.conn = None
+        self.hello: dict = {}
+        self.last_task = ""
+        self.served = 0
+
+    def start(self) -> None:
+        self.conn, child_fd = wire.socket_pair()
+        cmd = [sys.executable, "-m", "drk.gym.judge", "--fd", str(child_fd), "--device", self.device,
+               "--slot-dir", self.dir, "--cache", self.cache_path] + ([] if self.sandbox else ["--no-sandbox"])
+        log = open(os.path.join(self.dir, "judge.log"), "ab")
+        self.proc = subprocess.Popen(cmd, env=scrubbed_env(**self.env), pass_fds=(child_fd,), stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        os.close(child_fd)
+        try:
+            self.hello, _ = wire.recv(self.conn, timeout=JUDGE_START_TIMEOUT_S)
+        except (TimeoutError, EOFError, OSError, wire.ProtocolError):
+            tail = self.log_tail()
+            self.stop()
+            raise RuntimeError(f"evaluator worker {self.index} failed to start: {tail[-500:] or 'no output'}") from None
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            with open(os.path.join(self.dir, "judge.log"), "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            try:
+                wire.send(self.conn, {"op": "bye"})
+            except OSError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        wire.close_quietly(self.conn)
+        self.proc, self.conn = None, None
+
+    def evaluate(self, req: T.EvalRequest, slack_s: float) -> T.EvalResult:
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self.start()
+        deadline = req.options.timeout_s + slack_s
+        try:
+            wire.send(self.conn, {"op": "evaluate", "request": req.to_dict()})
+            reply, _ = wire.recv(self.conn, timeout=deadline)
+            self.served += 1
+            self.last_task = req.task.id
+            return T.EvalResult.from_dict(reply["result"])
+        except TimeoutError:
+            verdict, why = T.TIMEOUT, f"the evaluator did not answer within {deadline:.0f} s; worker restarted"
+        except (EOFError, OSError, wire.ProtocolError, KeyError, TypeError):
+            tail = self.log_tail(600).strip().splitlines()[-3:]
+            verdict, why = T.CRASHED, ("the evaluator worker died during this evaluation; worker restarted"
+                                       + (f" (last log lines: {' | '.join(tail)})" if tail else ""))
+        self.stop()
+        return T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, verdict=verdict, error=why,
+                            request_id=req.request_id, task_hash=req.task.source_hash)
+
+
+class LocalPool:
+    """`evaluate` / `evaluate_batch` over warm local workers. Use as a context manager or call close()."""
+
+    def __init__(self, device: str = "auto", workers: int | None = None, cache_dir: str | None = None,
+                 sandbox: bool = True, slack_s: float = 600.0) -> None:
+        self.device = detect_device(device)
+        self.cache_dir = cache_dir or default_cache_dir()
+        os.makedirs(self.cache_dir, exist_ok=True)
+        self.root = tempfile.mkdtemp(prefix="drk-gym-")
+        self.slack_s = slack_s
+        self.secrets = secret_values()
+        cache_path = os.path.join(self.cache_dir, "reference_times.jsonl")
+        plan = plan_slots(self.device, workers)
+        self.slots = [Slot(i, dev, env, self.root, cache_path, sandbox) for i, (dev, env) in enumerate(plan)]
+        self._closed = False
+
+    @property
+    def workers(self) -> int:
+        return len(self.slots)
+
+    def __enter__(self) -> "LocalPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for s in self.slots:
+            s.stop()
+        if not os.environ.get("DRK_KEEP_GYM_DIR"):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _finish(self, req: T.EvalRequest, res: T.EvalResult) -> T.EvalResult:
+        res.error = redact(res.error or "", self.secrets)
+        res.solution = res.solution or req.solution
+        res.request_id = res.request_id or req.request_id
+        return res
+
+    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+        return self.evaluate_batch([req])[0]
+
+    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
+                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
+        """Evaluate all requests on the pool's slots in parallel; results in input order. `on_result(i, r)`
+        is called (from worker threads, one at a time) as each finishes."""
+        reqs = list(reqs)
+        results: list[T.EvalResult | None] = [None] * len(reqs)
+        pending: deque[int] = deque()
+        lock = threading.Lock()
+        for i, r in enumerate(reqs):
+            rep = static.check_source(r.source)
+            if rep.ok:
+                pending.append(i)
+                continue
+            res = T.EvalResult(task=r.task.id, solution=r.solution, verdict=rep.verdict, error=rep.error,
+                               request_id=r.request_id, task_hash=r.task.source_hash, device=self.device,
+                               phase_seconds={"total": 0.0})
+            results[i] = self._finish(r, res)
+            if on_result:
+                on_result(i, results[i])
+
+        def take(slot: Slot) -> int | None:
+            with lock:
+                if not pending:
+                    return None
+                for j in pending:  # task affinity: the judge keeps its last reference loaded
+                    if reqs[j].task.id == slot.last_task:
+                        pending.remove(j)
+                        return j
+                return pending.popleft()
+
+        def work(slot: Slot) -> None:
+            while (i := take(slot)) is not None:
+                try:
+                    res = slot.evaluate(reqs[i], self.slack_s)
+                except Exception as e:  # a slot that cannot start: fail this request, keep going
+                    res = T.EvalResult(task=reqs[i].task.id, verdict=T.CRASHED, error=str(e)[:500])
+                res = self._finish(reqs[i], res)
+                with lock:
+                    results[i] = res
+                    if on_result:
+                        on_result(i, res)
+
+        threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in self.slots[:max(1, len(pending))]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [r for r in results if r is not None]

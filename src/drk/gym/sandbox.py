@@ -1,0 +1,216 @@
+"""The runner's sandbox: environment, limits and run-time policy for untrusted candidate code.
+
+Threat model. Candidate code is written by a model that may be searching for any way to score without
+doing the work, or may simply be buggy. It runs only in the runner process, which:
+
+- starts with a scrubbed environment: an allow-list of variables (paths, CUDA/Triton settings, thread
+  counts); nothing named like a key, token, secret or password ever passes, so API keys of the parent
+  are not readable, not even in error text;
+- works in its own temporary directory (HOME and TMPDIR point there), in its own session (the whole
+  process group is killed on timeout) and dies with its judge (PR_SET_PDEATHSIG);
+- has resource limits: file size, open files, core dumps, and on the CPU path address space;
+- installs a Python audit hook before candidate code is imported that refuses: starting processes (except
+  the exact compiler binaries Triton itself runs: ptxas and the C compiler for its launcher stubs),
+  sockets of any kind, opening files for writing outside the temporary directory and the Triton cache,
+  reading files outside the Python installation, system and CUDA directories, the temporary directory and
+  the Triton cache (so no ~/.ssh, no other processes' /proc entries), opening raw file descriptors,
+  loading native libraries from outside those directories, signalling other processes, and changing
+  attributes of torch / Triton / drk / builtin classes.
+  A refused action raises PermissionError("sandbox: ...") inside the candidate; the runner reports
+  verdict `forbidden` with that reason even if the candidate catches the exception.
+
+What it does not protect against: code that escapes Python entirely (a bug in torch or Triton, a crafted
+kernel that corrupts GPU memory of its own process), timing side channels, or a candidate that calls
+Triton's compiler internals with crafted input (statically rejected, not sandboxed). The judge — which
+builds the reference, holds the expected outputs and compares — never runs candidate code, so none of
+these can change a correctness verdict; tamper detection (`drk.gym.integrity`) guards the timing.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
+_ENV_ALLOW = re.compile(
+    r"^(PATH|LANG|LC_[A-Z]+|TZ|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|LD_LIBRARY_PATH|TRITON_[A-Z_]+|OMP_NUM_THREADS|"
+    r"MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|PYTORCH_[A-Z_]+|NCCL_[A-Z_]+|TORCH_SYMM_MEM_DISABLE_MULTICAST|"
+    r"NVSHMEM_DISABLE_NVLS|CC|CXX|PYTHONHASHSEED|TORCHINDUCTOR_[A-Z_]+)$")
+
+
+def scrubbed_env(base: dict[str, str] | None = None, **overrides: str) -> dict[str, str]:
+    """The environment a worker starts with: allow-listed names only, never a secret-looking one."""
+    base = dict(os.environ if base is None else base)
+    env = {k: v for k, v in base.items() if _ENV_ALLOW.match(k) and not _SECRET_NAME.search(k)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update({k: v for k, v in overrides.items() if v is not None})
+    return env
+
+
+def secret_values(env: dict[str, str] | None = None) -> list[str]:
+    """Values of secret-looking variables in `env` (to redact from any text a worker sends back)."""
+    env = os.environ if env is None else env
+    return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, "[redacted]")
+    return text
+
+
+def set_pdeathsig() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (best effort; Linux only)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def apply_limits(*, cpu_path: bool, file_mb: int = 512, address_space_gb: float | None = 24.0) -> dict[str, str]:
+    """Resource limits for the runner; returns what was set (for the record)."""
+    import resource
+
+    applied = {}
+
+    def lim(name: str, value: int) -> None:
+        which = getattr(resource, name, None)
+        if which is None:
+            return
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, hard))
+            applied[name] = str(value)
+        except (ValueError, OSError):
+            pass
+
+    lim("RLIMIT_CORE", 0)
+    lim("RLIMIT_FSIZE", file_mb * 2**20)
+    lim("RLIMIT_NOFILE", 4096)
+    if cpu_path and address_space_gb:
+        # CUDA reserves huge virtual ranges, so the address-space cap is only usable on the CPU path.
+        lim("RLIMIT_AS", int(address_space_gb * 2**30))
+    return applied
+
+
+PROTECTED_TYPES_FROM = ("torch", "triton", "drk", "builtins", "time", "json", "multiprocessing")
+
+
+class Policy:
+    """What the audit hook allows once armed. Paths are resolved to absolute real paths."""
+
+    def __init__(self, workdir: str, triton_cache: str, allowed_exes: list[str]) -> None:
+        self.workdir = os.path.realpath(workdir)
+        self.write_roots = [self.workdir, os.path.realpath(triton_cache), "/dev/null", "/dev/shm"]
+        read_roots = {self.workdir, os.path.realpath(triton_cache), sys.prefix, sys.base_prefix, sys.exec_prefix,
+                      "/usr", "/lib", "/lib64", "/etc", "/sys", "/dev", "/opt", "/proc/self", "/proc/cpuinfo",
+                      "/proc/meminfo", "/proc/stat", "/proc/driver", "/run/nvidia-persistenced",
+                      f"/proc/{os.getpid()}", "/var/lib", "/bin", "/sbin"}
+        read_roots.update(os.path.realpath(p) for p in sys.path if p and os.path.isdir(p))
+        for var in ("CUDA_HOME", "CUDA_PATH", "TRITON_HOME"):
+            if os.environ.get(var):
+                read_roots.add(os.path.realpath(os.environ[var]))
+        self.read_roots = sorted(read_roots)
+        self.allowed_exes = {os.path.realpath(e) for e in allowed_exes if e}
+        self.stdlib_dir = os.path.dirname(os.__file__) + os.sep
+        self.library_dirs = tuple(os.path.dirname(m.__file__) + os.sep for m in (
+            sys.modules.get("torch"), sys.modules.get("triton")) if m is not None and getattr(m, "__file__", None))
+        self.armed = False
+        self.violations: list[str] = []
+
+    def _from_library(self, frame) -> bool:
+        """True when the innermost non-stdlib Python frame doing the action is torch's or Triton's own code
+        (Triton imports modules and patches its language classes lazily, at launch time)."""
+        while frame is not None and (frame.f_code.co_filename == __file__
+                                     or frame.f_code.co_filename.startswith(self.stdlib_dir)
+                                     or frame.f_code.co_filename.startswith("<frozen")):
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename.startswith(self.library_dirs)
+
+    @staticmethod
+    def _under(path: str, roots: list[str]) -> bool:
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+    def _deny(self, what: str) -> None:
+        msg = f"sandbox: {what} is not allowed"
+        if len(self.violations) < 20:
+            self.violations.append(msg)
+        raise PermissionError(msg)
+
+    def check_open(self, path, mode, flags) -> None:
+        if isinstance(path, int):
+            self._deny(f"opening file descriptor {path}")
+        if path is None:
+            return
+        p = os.path.realpath(os.fsdecode(path) if not isinstance(path, str) else path)
+        if not os.path.isabs(p):
+            p = os.path.join(self.workdir, p)
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
+        if writing and not self._under(p, self.write_roots):
+            self._deny(f"writing {p}")
+        if not writing and not self._under(p, self.read_roots):
+            self._deny(f"reading {p}")
+
+    def check_exec(self, exe) -> None:
+        path = exe[0] if isinstance(exe, (list, tuple)) and exe else exe
+        if path is None:
+            self._deny("starting a process")
+        p = os.path.realpath(os.fsdecode(path))
+        if p not in self.allowed_exes:
+            self._deny(f"starting process {os.path.basename(p)}")
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if not self.armed:
+            return
+        if event == "open":
+            self.check_open(*args[:3])
+        elif event == "subprocess.Popen":
+            self.check_exec(args[0] if args[0] is not None else args[1])
+        elif event in ("os.posix_spawn", "os.exec"):
+            self.check_exec(args[0])
+        elif event in ("os.system", "os.fork", "os.forkpty", "os.spawn", "pty.spawn", "os.startfile"):
+            self._deny("starting a process")
+        elif event.startswith("socket."):
+            self._deny("network access")
+        elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
+            if args and args[0] not in (os.getpid(), 0):
+                self._deny("signalling another process")
+        elif event == "ctypes.dlopen":
+            name = args[0]
+            if name and "/" in str(name) and not self._under(os.path.realpath(str(name)), self.read_roots):
+                self._deny(f"loading native library {name}")
+        elif event in ("object.__setattr__", "object.__delattr__") and isinstance(args[0], type):
+            mod = getattr(args[0], "__module__", "") or ""
+            if mod.split(".")[0] in PROTECTED_TYPES_FROM and not self._from_library(sys._getframe(1)):
+                self._deny(f"changing {mod}.{args[0].__name__}.{args[1]}")
+        elif event in ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys._current_frames"):
+            self._deny(event)
+
+
+def allowed_compilers() -> list[str]:
+    """Binaries Triton runs itself: ptxas (and ptxas-blackwell) and the C compiler for launcher stubs."""
+    import shutil
+
+    exes = [os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or "", shutil.which("clang") or "",
+            "/sbin/ldconfig", shutil.which("ldconfig") or ""]
+    try:
+        from triton import knobs
+
+        for tool in ("ptxas", "ptxas_blackwell", "cuobjdump", "nvdisasm"):
+            t = getattr(knobs.nvidia, tool, None)
+            if t is not None and getattr(t, "path", None):
+                exes.append(t.path)
+    except Exception:  # no CUDA backend (CPU install): nothing to add
+        pass
+    return [e for e in exes if e and Path(e).exists()]

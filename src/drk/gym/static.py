@@ -1,0 +1,246 @@
+"""Static checks on candidate source, before anything runs.
+
+Two jobs:
+1. Validation with feedback a model can act on: the source parses, defines `ModelNew`, imports Triton.
+2. Rejection of code that has no business in a kernel file (verdict `forbidden`, reason as feedback):
+   process/thread/network/native-code modules, frame and garbage-collector introspection, dynamic code
+   (`eval`, `exec`, `__import__`), file I/O, writes to `sys.modules`, and monkeypatching of torch, Triton,
+   time or other modules (assignment or `setattr`).
+
+This is a first line of defence, not the sandbox: obfuscated code can evade any static rule, so the worker
+also enforces the same policy at run time (`drk.gym.sandbox`) and the verdict never depends on the
+candidate's own reports. The rules aim at zero false positives on ordinary kernel code: `math`,
+`functools`, `itertools`, `typing`, `dataclasses`, helper classes, `@triton.autotune`/`heuristics`, and
+`torch.backends.*` precision flags all pass.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Modules a kernel file must not import (any submodule too).
+FORBIDDEN_MODULES = {
+    "subprocess": "spawns processes", "socket": "opens network connections", "ssl": "network",
+    "http": "network", "urllib": "network", "requests": "network", "httpx": "network", "asyncio": "event loops",
+    "ctypes": "loads native code", "cffi": "loads native code", "_ctypes": "loads native code",
+    "threading": "starts threads", "_thread": "starts threads", "multiprocessing": "starts processes",
+    "concurrent": "starts threads", "signal": "signal handlers", "pty": "spawns processes",
+    "gc": "inspects the garbage collector", "inspect": "frame introspection", "importlib": "dynamic imports",
+    "pickle": "arbitrary object loading", "marshal": "code objects", "shutil": "file system access",
+    "tempfile": "file system access", "pathlib": "file system access", "glob": "file system access",
+    "builtins": "patches builtins", "sys": "interpreter internals", "code": "dynamic code", "codeop": "dynamic code",
+    "runpy": "dynamic code", "atexit": "exit hooks", "resource": "resource limits", "mmap": "raw memory",
+    "fcntl": "file descriptors", "posix": "OS calls", "pdb": "debugger", "trace": "tracing", "faulthandler": "signals",
+    "torch.utils.cpp_extension": "compiles native code", "torch._dynamo": "torch.compile internals",
+    "torch._inductor": "torch.compile internals", "triton.runtime.build": "compiles native code",
+    "triton.testing": "timing helpers", "triton.backends": "compiler internals", "numba": "another kernel compiler",
+    "cupy": "another kernel library", "pycuda": "another kernel library", "cuda": "CUDA driver bindings",
+}
+# Calls to these names (builtins) are forbidden.
+FORBIDDEN_CALLS = {
+    "eval": "dynamic code", "exec": "dynamic code", "compile": "dynamic code", "__import__": "dynamic imports",
+    "globals": "module globals access", "vars": "namespace access", "breakpoint": "debugger",
+    "open": "file I/O", "input": "reads stdin", "exit": "exits the process", "quit": "exits the process",
+}
+# os.* functions that are forbidden (os itself may be imported, e.g. for os.environ reads).
+FORBIDDEN_OS = {
+    "system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "abort", "execv", "execve", "execl", "execle",
+    "execlp", "execlpe", "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "spawnle", "spawnlp", "spawnlpe",
+    "spawnvp", "spawnvpe", "posix_spawn", "posix_spawnp", "write", "writev", "pwrite", "dup", "dup2", "fdopen",
+    "open", "openpty", "remove", "unlink", "rmdir", "rename", "replace", "chmod", "chown", "symlink", "link",
+    "putenv", "unsetenv", "setsid", "setpgid", "chdir", "truncate", "ftruncate", "mkfifo", "memfd_create",
+}
+# Attribute names whose use means frame walking, code patching or introspection escapes.
+FORBIDDEN_ATTRS = {
+    "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "tb_frame", "tb_next",
+    "__subclasses__", "__globals__", "__code__", "__builtins__", "__closure__", "__loader__", "__spec__",
+    "get_referrers", "get_referents", "get_objects", "setprofile", "settrace", "addaudithook",
+    "__reduce__", "__reduce_ex__", "_current_frames", "co_code", "__import__",
+}
+# Module roots whose attributes must not be assigned (monkeypatching). torch.backends.* flags are allowed.
+PATCH_PROTECTED = {"torch", "triton", "time", "math", "numpy", "os", "sys", "builtins", "random", "functools",
+                   "operator", "drk", "gc", "inspect"}
+ALLOWED_ASSIGN_PREFIXES = ("torch.backends.",)
+# Calls that produce kernels we do not count as the candidate's own Triton.
+FORBIDDEN_QUALIFIED_CALLS = {
+    "torch.compile": "torch.compile generates the kernels; write the Triton kernels yourself",
+    "torch.cuda.synchronize": "the evaluator does the synchronisation; remove torch.cuda.synchronize",
+    "torch.cuda.Event": "timing is the evaluator's job; remove torch.cuda.Event",
+    "torch.cuda.Stream": "side streams escape the evaluator's timing; use the current stream",
+    "torch.cuda.stream": "side streams escape the evaluator's timing; use the current stream",
+    "torch.ops.load_library": "loads native code",
+    "torch.library.Library": "registers operators",
+    "torch.load": "loads pickled objects",
+    "torch.save": "writes files",
+    "torch.set_default_device": "changes global torch state",
+}
+
+
+@dataclass
+class StaticReport:
+    """`verdict` is "" when the source may run; otherwise compile_error / no_triton / forbidden + a reason."""
+
+    verdict: str = ""
+    error: str = ""
+    line: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.verdict
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_blocked(name: str) -> str | None:
+    for mod, why in FORBIDDEN_MODULES.items():
+        if name == mod or name.startswith(mod + "."):
+            return f"import of {name} ({why}) is not allowed in a kernel file"
+    return None
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}  # local name -> fully qualified module/object
+        self.problem: tuple[str, int] | None = None
+
+    def fail(self, msg: str, node: ast.AST) -> None:
+        if self.problem is None:
+            self.problem = (msg, getattr(node, "lineno", 0))
+
+    def qualify(self, node: ast.AST) -> str | None:
+        d = _dotted(node)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if why := _module_blocked(a.name):
+                self.fail(why, node)
+            self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = node.module or ""
+        if node.level:
+            self.fail("relative imports are not allowed in a kernel file", node)
+        if why := _module_blocked(mod):
+            self.fail(why, node)
+        for a in node.names:
+            full = f"{mod}.{a.name}"
+            if why := _module_blocked(full):
+                self.fail(why, node)
+            if mod == "os" and a.name in FORBIDDEN_OS:
+                self.fail(f"os.{a.name} is not allowed in a kernel file", node)
+            if a.name == "*":
+                self.fail(f"`from {mod} import *` is not allowed in a kernel file", node)
+            self.aliases[a.asname or a.name] = full
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in FORBIDDEN_ATTRS:
+            self.fail(f"access to `.{node.attr}` (introspection or interpreter internals) is not allowed", node)
+        q = self.qualify(node)
+        if q and q.startswith("os.") and q.split(".")[1] in FORBIDDEN_OS:
+            self.fail(f"{q} is not allowed in a kernel file", node)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "__loader__", "__spec__"):
+            self.fail(f"access to {node.id} is not allowed", node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in FORBIDDEN_CALLS and f.id not in self.aliases:
+            self.fail(f"{f.id}() ({FORBIDDEN_CALLS[f.id]}) is not allowed in a kernel file", node)
+        q = self.qualify(f)
+        if q in FORBIDDEN_QUALIFIED_CALLS:
+            self.fail(f"{q}: {FORBIDDEN_QUALIFIED_CALLS[q]}", node)
+        if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and node.args:
+            target = self.qualify(node.args[0])
+            if target and target.split(".")[0] in PATCH_PROTECTED and not target.startswith(ALLOWED_ASSIGN_PREFIXES):
+                self.fail(f"{f.id}() on {target} (monkeypatching) is not allowed", node)
+        if isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                if name.value in FORBIDDEN_ATTRS:
+                    self.fail(f"getattr(..., {name.value!r}) is not allowed", node)
+                target = self.qualify(node.args[0])
+                if target == "os" and name.value in FORBIDDEN_OS:
+                    self.fail(f"os.{name.value} is not allowed in a kernel file", node)
+            else:
+                target = self.qualify(node.args[0])
+                if target and target.split(".")[0] in PATCH_PROTECTED | {"os"}:
+                    self.fail(f"getattr on {target} with a computed name is not allowed", node)
+        self.generic_visit(node)
+
+    def _check_target(self, t: ast.AST, node: ast.AST) -> None:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                self._check_target(e, node)
+            return
+        if isinstance(t, ast.Subscript):
+            q = self.qualify(t.value)
+            if q and q.endswith("modules") and q.startswith("sys"):
+                self.fail("writing to sys.modules is not allowed", node)
+            return
+        if isinstance(t, ast.Attribute):
+            q = self.qualify(t)
+            if q and q.split(".")[0] in PATCH_PROTECTED and not q.startswith(ALLOWED_ASSIGN_PREFIXES):
+                self.fail(f"assigning {q} (monkeypatching) is not allowed", node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._check_target(t, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.generic_visit(node)
+
+
+def check_source(source: str) -> StaticReport:
+    """Validate a candidate; returns the first problem found (or an ok report)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        line = (e.text or "").strip()
+        return StaticReport("compile_error", f"SyntaxError: {e.msg} (line {e.lineno}: {line[:120]})", e.lineno)
+    except (ValueError, MemoryError, RecursionError) as e:
+        return StaticReport("compile_error", f"cannot parse source: {type(e).__name__}: {e}")
+    checker = _Checker()
+    checker.visit(tree)
+    if checker.problem:
+        msg, line = checker.problem
+        return StaticReport("forbidden", f"{msg} (line {line})", line)
+    defines = any(
+        (isinstance(n, ast.ClassDef) and n.name == "ModelNew")
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in n.targets))
+        or (isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == "ModelNew" for a in n.names))
+        for n in tree.body)
+    if not defines:
+        return StaticReport("compile_error", "the code does not define `class ModelNew(nn.Module)` at module level")
+    imports_triton = any(
+        (isinstance(n, ast.Import) and any(a.name == "triton" or a.name.startswith("triton.") for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton")
+        for n in ast.walk(tree))
+    if not imports_triton:
+        return StaticReport("no_triton", "the code does not import triton; the forward must run Triton kernels")
+    return StaticReport()

@@ -1,0 +1,97 @@
+"""Record every Triton kernel launch in the runner process (and optionally skip them).
+
+The hook wraps the class-level `run` of `triton.runtime.jit.JITFunction` (compiled path) and of
+`triton.runtime.interpreter.InterpretedFunction` (`TRITON_INTERPRET=1`). Every launch goes through one of
+them: `kernel[grid](...)` directly, and `@triton.autotune` / `@triton.heuristics` wrappers, which end in
+their inner function's `run`. `@triton.jit` helpers called from inside a kernel are inlined by the
+compiler (or called as plain functions by the interpreter), so they are never counted as launches. A
+launch counts only when it returns without raising: a kernel that fails and is caught by a torch fallback
+does no work.
+
+Also here: making `@triton.autotune` usable under the interpreter, which cannot benchmark configs (it
+asks for a GPU driver); there the first config that survives pruning is used.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Launch:
+    name: str          # the @triton.jit function's __name__ (the profiler's kernel name on GPU)
+    seconds: float     # host wall time of the launch call (interpreter: the kernel's whole execution)
+
+
+@dataclass
+class LaunchRecorder:
+    launches: list[Launch] = field(default_factory=list)
+    skip: bool = False   # when set, launches return without running (the "is Triton doing the work?" probe)
+    skipped: int = 0
+
+    def reset(self) -> None:
+        self.launches.clear()
+        self.skipped = 0
+
+    def names(self) -> list[str]:
+        return sorted({launch.name for launch in self.launches})
+
+    def seconds(self) -> float:
+        return sum(launch.seconds for launch in self.launches)
+
+
+_installed: dict[str, object] = {}
+
+
+def _kernel_name(fn_obj) -> str:
+    inner = getattr(fn_obj, "fn", None)
+    return getattr(inner, "__name__", None) or getattr(fn_obj, "__name__", "triton_kernel")
+
+
+def _wrap(orig, recorder: LaunchRecorder):
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        if warmup:
+            return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if recorder.skip:
+            recorder.skipped += 1
+            return None
+        t0 = time.perf_counter()
+        out = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+        recorder.launches.append(Launch(_kernel_name(self), time.perf_counter() - t0))
+        return out
+
+    run.__drk_hook__ = True  # type: ignore[attr-defined]
+    return run
+
+
+def _first_config_run(self, *args, **kwargs):
+    """Autotuner.run for the interpreter: no benchmarking, the first config left after pruning."""
+    self.nargs = dict(zip(self.arg_names, args))
+    configs = self.prune_configs(kwargs) if len(self.configs) > 1 else self.configs
+    config = configs[0]
+    self.best_config = config
+    if config.pre_hook is not None:
+        config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+    try:
+        return self.fn.run(*args, **kwargs, **config.all_kwargs())
+    finally:
+        self.nargs = None
+
+
+def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
+    """Patch Triton's launch path once per process; returns {qualified name: hooked object} so the
+    integrity check can verify later that nobody replaced the hooks."""
+    from triton.runtime.jit import JITFunction
+
+    JITFunction.run = _wrap(JITFunction.run, recorder)
+    _installed["triton.runtime.jit.JITFunction.run"] = JITFunction.run
+    from triton.runtime.interpreter import InterpretedFunction
+
+    InterpretedFunction.run = _wrap(InterpretedFunction.run, recorder)
+    _installed["triton.runtime.interpreter.InterpretedFunction.run"] = InterpretedFunction.run
+    if interpret:
+        from triton.runtime.autotuner import Autotuner
+
+        Autotuner.run = _first_config_run
+        _installed["triton.runtime.autotuner.Autotuner.run"] = Autotuner.run
+    return dict(_installed)

@@ -1,0 +1,81 @@
+"""Messages between the evaluator's processes.
+
+A message is one JSON header followed by `nframes` raw byte frames, over a
+`multiprocessing.connection.Connection` wrapped around one end of a socketpair.
+
+Direction matters. The candidate runner executes untrusted code, so anything it sends is parsed as JSON
+and raw numbers only: unpickling its bytes would hand it code execution in a trusted process. Trusted
+senders (parent, judge) may also ship pickled frames to the runner (how CUDA tensors travel as IPC
+handles); the runner unpickles only what trusted processes sent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+from multiprocessing.connection import Connection
+from typing import Any
+
+MAX_HEADER = 64 * 1024 * 1024  # a header larger than this from the runner is a protocol violation
+
+
+class ProtocolError(RuntimeError):
+    """The peer sent something that is not a well-formed message (or died mid-message)."""
+
+
+def socket_pair() -> tuple[Connection, int]:
+    """A connected pair: our Connection and the raw fd to pass to the child (close it after spawning)."""
+    a, b = socket.socketpair()
+    conn = Connection(a.detach())
+    return conn, b.detach()
+
+
+def connection_from_fd(fd: int) -> Connection:
+    return Connection(fd)
+
+
+def send(conn: Connection, header: dict, frames: list[bytes | memoryview] = ()) -> None:
+    header = dict(header, nframes=len(frames))
+    conn.send_bytes(json.dumps(header, allow_nan=True).encode())
+    for f in frames:
+        conn.send_bytes(f)
+
+
+def recv(conn: Connection, timeout: float | None = None, max_frame: int | None = None) -> tuple[dict, list[bytes]]:
+    """Receive one message. Raises TimeoutError if nothing arrives in `timeout` seconds, EOFError if the
+    peer closed, ProtocolError on malformed data."""
+    if timeout is not None and not conn.poll(timeout):
+        raise TimeoutError
+    try:
+        raw = conn.recv_bytes(MAX_HEADER)
+    except OSError as e:  # "bad message length": oversize header
+        raise ProtocolError(f"bad message: {e}") from None
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ProtocolError("message header is not JSON") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("message header is not an object")
+    n = header.get("nframes", 0)
+    if not isinstance(n, int) or n < 0 or n > 4096:
+        raise ProtocolError("bad frame count")
+    frames = []
+    for _ in range(n):
+        if timeout is not None and not conn.poll(timeout):
+            raise TimeoutError
+        frames.append(conn.recv_bytes(max_frame) if max_frame else conn.recv_bytes())
+    return header, frames
+
+
+def close_quietly(*things: Any) -> None:
+    for t in things:
+        try:
+            if isinstance(t, int):
+                os.close(t)
+            elif t is not None:
+                t.close()
+        except OSError:
+            pass
+
+
