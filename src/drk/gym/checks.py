@@ -43,6 +43,7 @@ class TrialChecks:
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
         self.cpu_rows: dict[str, float] = {}
+        self.cpu_forwards = 0
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
@@ -83,6 +84,7 @@ class TrialChecks:
             self.kept[key] = (inputs, [])
         self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
         self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
+        self.cpu_forwards += 1
         for name, s in reply.get("launches", []):
             self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
         return reply, outs, after
@@ -327,7 +329,7 @@ class TrialChecks:
         if self.cpu_wall_s <= 0:
             return
         self.res.coverage = min(1.0, self.cpu_launch_s / self.cpu_wall_s)
-        total = self.cpu_wall_s
-        self.res.kernels = [{"name": n, "ms": round(s * 1000, 3), "share": round(s / total, 4), "triton": True}
-                            for n, s in sorted(self.cpu_rows.items(), key=lambda kv: -kv[1])[:10]]
+        total, n = self.cpu_wall_s, max(1, self.cpu_forwards)
+        self.res.kernels = [{"name": name, "ms": round(s * 1000 / n, 3), "share": round(s / total, 4), "triton": True}
+                            for name, s in sorted(self.cpu_rows.items(), key=lambda kv: -kv[1])[:10]]
 

@@ -46,6 +46,10 @@ class Runner:
             torch.cuda.set_device(torch.device(self.device))
             torch.empty(1, device=self.device)
             self._warm_triton()
+            # Imported now, before the tamper snapshot: importing dynamo (the profiler pulls it in)
+            # rebinds torch.manual_seed and friends, which must not read as tampering later.
+            import torch._dynamo  # noqa: F401
+            import torch.profiler  # noqa: F401
         self.limits = sandbox.apply_limits(cpu_path=not self.cuda)
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         if not args.no_sandbox:
