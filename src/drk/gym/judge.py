@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import secrets
 import shutil
 import signal
 import subprocess
@@ -158,9 +159,11 @@ class Judge:
         """Send one op to the runner and wait for its reply, enforcing the evaluation deadline."""
         r = self._runner(deadline)
         frames = [self.pickler(payload)] if payload is not None else []
+        nonce = secrets.token_hex(8)  # unguessable per op: a forged reply cannot echo it
         try:
-            wire.send(r.conn, dict(header, pickled=payload is not None), frames)
+            wire.send(r.conn, dict(header, pickled=payload is not None, nonce=nonce), frames)
             reply, rframes = wire.recv(r.conn, timeout=max(0.1, deadline - time.monotonic()))
+            extra = r.conn.poll(0)
         except TimeoutError:
             self.recycle()
             raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; "
@@ -169,9 +172,10 @@ class Judge:
             reason = r.death_reason() if not isinstance(e, wire.ProtocolError) else f"protocol violation: {e}"
             self.recycle()
             raise RunnerGone(T.CRASHED, reason) from None
-        if reply.get("op") != header["op"]:
+        if reply.get("op") != header["op"] or reply.get("nonce") != nonce or extra:
             self.recycle()
-            raise RunnerGone(T.FORBIDDEN, "the candidate process sent an unexpected message")
+            raise RunnerGone(T.FORBIDDEN, "protocol violation: the candidate process wrote to the evaluator's "
+                                          "channel (forged or extra messages)")
         tampered = reply.get("integrity") or []
         violations = reply.get("violations") or []
         if tampered or violations:

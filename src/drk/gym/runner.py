@@ -52,7 +52,9 @@ class Runner:
             import torch.profiler  # noqa: F401
         self.limits = sandbox.apply_limits(cpu_path=not self.cuda)
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
-        if not args.no_sandbox:
+        self.sandboxed = not args.no_sandbox
+        self.nonce = None
+        if self.sandboxed:
             sys.addaudithook(self.policy)
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.inputs: dict[str, list] = {}
@@ -100,8 +102,10 @@ class Runner:
 
     # ---- protocol ----------------------------------------------------------------------------------
     def reply(self, header: dict, frames: list = ()) -> None:
-        header = dict(header)
+        header = dict(header, nonce=self.nonce)
         header["integrity"] = self.snapshot.changes()
+        if self.module_name is not None and not self.policy.armed and self.sandboxed:
+            header["integrity"].append("sandbox disarmed")
         header["violations"] = list(self.policy.violations)
         self.policy.violations.clear()
         self.wire.send(self.conn, header, list(frames))
@@ -114,6 +118,7 @@ class Runner:
             except EOFError:
                 return
             op = header.get("op")
+            self.nonce = header.get("nonce")
             payload = pickle.loads(frames[0]) if frames and header.get("pickled") else None
             if op == "bye":
                 return

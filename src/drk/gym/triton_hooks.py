@@ -78,6 +78,29 @@ def _first_config_run(self, *args, **kwargs):
         self.nargs = None
 
 
+def _fix_interpreter_index() -> None:
+    """Triton 3.6's interpreter turns a runtime loop bound into an int with `int(ndarray of shape (1,))`,
+    which NumPy >= 2.4 rejects ("only 0-dimensional arrays can be converted to Python scalars"), so any
+    kernel with `for k in range(0, K, BLOCK)` fails on CPU (triton-lang/triton#9171). Convert through
+    `.item()` instead."""
+    from triton.runtime import interpreter
+
+    orig = interpreter._patch_lang_tensor
+    if getattr(orig, "__drk_fixed__", False):
+        return
+
+    def _index(self):
+        data = self.handle.data
+        return int(data.item() if getattr(data, "size", 0) == 1 else data)
+
+    def patched(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", _index)
+
+    patched.__drk_fixed__ = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
+
+
 def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
     """Patch Triton's launch path once per process; returns {qualified name: hooked object} so the
     integrity check can verify later that nobody replaced the hooks."""
@@ -94,4 +117,5 @@ def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
 
         Autotuner.run = _first_config_run
         _installed["triton.runtime.autotuner.Autotuner.run"] = Autotuner.run
+        _fix_interpreter_index()
     return dict(_installed)

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 MIN_SCALABLE = 16
-_PROTECTED = re.compile(r"kernel|stride|pad|dilation|group|head|axis|eps|seed|pool|window|k_size|ksize|"
-                        r"scale_factor|top_?k|experts|bins|order|power|exponent|"
-                        r"n_?layers|layers|dim_?index|reduce_dim|reduction_dim", re.I)
+# Name tokens (split on "_" and digits) that mark a constant as structural, not a size.
+_PROTECTED_TOKENS = {"kernel", "ksize", "stride", "strides", "pad", "padding", "dilation", "groups", "group",
+                     "heads", "axis", "eps", "epsilon", "seed", "pool", "window", "topk", "experts", "bins",
+                     "order", "power", "exponent", "layers", "nlayers", "iters", "iterations", "steps"}
+_PROTECTED_NAMES = re.compile(r"^(top_k|scale_factor|reduce_dim|reduction_dim|dim_index|n_?heads|num_heads)$",
+                              re.I)
 _BIN_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
             ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b, ast.Mod: lambda a, b: a % b}
 
@@ -121,8 +124,13 @@ def size_constants(source: str) -> list[SizeConstant]:
     return out
 
 
+def is_protected(name: str) -> bool:
+    tokens = {t for t in re.split(r"[_\d]+", name.lower()) if t}
+    return bool(tokens & _PROTECTED_TOKENS) or bool(_PROTECTED_NAMES.match(name))
+
+
 def is_scalable(c: SizeConstant) -> bool:
-    if _PROTECTED.search(c.name) or c.derived:
+    if is_protected(c.name) or c.derived:
         return False
     vals = c.value if isinstance(c.value, tuple) else (c.value,)
     return any(v >= MIN_SCALABLE for v in vals)

@@ -1,0 +1,46 @@
+"""Shared fixtures. Run everything with `make test` (CPU; Triton kernels run in the interpreter).
+
+KernelBench-backed tests look for the problems in $DRK_KERNELBENCH, then ../shared/kernelbench, and skip
+when neither exists (the project never ships KernelBench files).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def kernelbench_dir() -> Path | None:
+    for cand in (os.environ.get("DRK_KERNELBENCH"), ROOT.parent / "shared" / "kernelbench"):
+        if cand and (Path(cand) / "level1").is_dir():
+            return Path(cand)
+    return None
+
+
+@pytest.fixture(scope="session")
+def kb() -> Path:
+    d = kernelbench_dir()
+    if d is None:
+        pytest.skip("KernelBench problems not found (set DRK_KERNELBENCH)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def cpu_pool(tmp_path_factory):
+    """Two warm CPU evaluation workers shared by the whole test session."""
+    from drk.gym import LocalPool
+
+    cache = tmp_path_factory.mktemp("drk-cache")
+    with LocalPool(device="cpu", workers=2, cache_dir=str(cache)) as pool:
+        yield pool
+
+
+def read_corpus_header(path: Path) -> dict:
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# drk-corpus:"), f"{path} lacks a drk-corpus header"
+    fields = dict(kv.split("=", 1) for kv in first.split(":", 1)[1].split())
+    fields["flags"] = [f for f in fields.get("flags", "").split(",") if f]
+    return fields

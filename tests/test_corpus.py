@@ -1,0 +1,56 @@
+"""The evaluator against its corpus: every candidate in tests/corpus/ (CPU-runnable ones) must get the
+verdict and flags written in its header, and the project's own correct kernels must all stay `ok`.
+
+    .venv/bin/python -m pytest tests/test_corpus.py -q
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, read_corpus_header
+from drk.gym import EvalOptions, EvalRequest
+from drk.tasks import task_from_file
+
+CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
+CPU_CORPUS = [p for p in CORPUS if read_corpus_header(p).get("device", "any") in ("cpu", "any")]
+QUERY_SOLUTIONS = sorted((ROOT / "data" / "query_solutions").glob("*.py"))
+
+
+def options(timeout: float = 120.0) -> EvalOptions:
+    return EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=timeout)
+
+
+@pytest.fixture(scope="module")
+def corpus_results(cpu_pool):
+    reqs = []
+    for p in CPU_CORPUS:
+        h = read_corpus_header(p)
+        reqs.append(EvalRequest(task_from_file(ROOT / h["task"]), p.read_text(),
+                                options(float(h.get("timeout", 120))), solution=p.name))
+    for p in QUERY_SOLUTIONS:
+        reqs.append(EvalRequest(task_from_file(ROOT / "data" / "queries" / p.name), p.read_text(), options(),
+                                solution=f"query_solutions/{p.name}"))
+    return {r.solution: r for r in cpu_pool.evaluate_batch(reqs)}
+
+
+@pytest.mark.parametrize("path", CPU_CORPUS, ids=[p.stem for p in CPU_CORPUS])
+def test_corpus_verdict(corpus_results, path: Path):
+    h = read_corpus_header(path)
+    r = corpus_results[path.name]
+    assert r.verdict == h["expect"], f"{path.name}: got {r.verdict} ({r.error[:300]}), expected {h['expect']}"
+    for flag in h["flags"]:
+        assert flag in r.flags, f"{path.name}: flag {flag} missing from {r.flags}"
+    if r.verdict != "ok":
+        assert r.error, "a failing verdict must come with an error text the model can act on"
+
+
+@pytest.mark.parametrize("path", QUERY_SOLUTIONS, ids=[p.stem for p in QUERY_SOLUTIONS])
+def test_own_kernels_stay_ok(corpus_results, path: Path):
+    r = corpus_results[f"query_solutions/{path.name}"]
+    assert r.verdict == "ok", f"false positive on a correct kernel: {r.verdict}: {r.error[:400]}"
+    assert r.correct and r.trials_passed == r.trials == 5
+    assert r.flags == ["scaled_shapes"] or set(r.flags) <= {"scaled_shapes", "low_coverage"}
+    assert r.coverage is not None and r.coverage > 0.5
+    assert r.triton_kernels, "the kernels that ran must be recorded"

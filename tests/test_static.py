@@ -1,0 +1,89 @@
+"""Static checks: zero false positives on ordinary kernel code, and each forbidden pattern caught.
+
+    .venv/bin/python -m pytest tests/test_static.py -q
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+from drk.gym.static import check_source
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+MODEL = "\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
+def all_own_kernels():
+    return sorted((ROOT / "data").rglob("*solutions*/**/*.py")) + sorted((ROOT / "data" / "query_solutions").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", all_own_kernels(), ids=lambda p: p.stem)
+def test_no_false_positive_on_own_kernels(path):
+    rep = check_source(path.read_text())
+    assert rep.ok, f"{path}: {rep.error}"
+
+
+def test_ordinary_patterns_pass():
+    src = HEADER + """import math, functools, itertools
+from typing import Optional
+from dataclasses import dataclass
+import os
+torch.backends.cuda.matmul.allow_tf32 = True
+THREADS = int(os.environ.get("X", "4"))
+
+@dataclass
+class Cfg:
+    block: int = 128
+
+@functools.lru_cache(None)
+def pick(n): return max(16, triton.next_power_of_2(n))
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = Cfg()
+        for m in self.modules():
+            pass
+    def forward(self, x):
+        return getattr(self, "cfg") and x
+"""
+    assert check_source(src).ok
+
+
+@pytest.mark.parametrize("snippet,verdict,needle", [
+    ("import subprocess", "forbidden", "subprocess"),
+    ("from socket import socket", "forbidden", "socket"),
+    ("import ctypes", "forbidden", "ctypes"),
+    ("import threading", "forbidden", "threading"),
+    ("from concurrent.futures import ThreadPoolExecutor", "forbidden", "concurrent"),
+    ("import gc", "forbidden", "gc"),
+    ("import inspect", "forbidden", "inspect"),
+    ("import sys\nsys.modules['torch'] = None", "forbidden", "sys"),
+    ("import os\nos.system('ls')", "forbidden", "os.system"),
+    ("import os as o\no.execv('/bin/sh', [])", "forbidden", "os.execv"),
+    ("from os import fork", "forbidden", "os.fork"),
+    ("torch.allclose = lambda *a, **k: True", "forbidden", "monkeypatching"),
+    ("import time\ntime.perf_counter = lambda: 0.0", "forbidden", "monkeypatching"),
+    ("setattr(torch.cuda, 'synchronize', None)", "forbidden", "monkeypatching"),
+    ("import torch as T\nT.cuda.Event.elapsed_time = None", "forbidden", "monkeypatching"),
+    ("x = eval('1')", "forbidden", "eval"),
+    ("exec('y = 1')", "forbidden", "exec"),
+    ("__import__('os')", "forbidden", "__import__"),
+    ("open('/tmp/x', 'w')", "forbidden", "open"),
+    ("f = (lambda: 0).__globals__", "forbidden", "__globals__"),
+    ("k = object.__subclasses__()", "forbidden", "__subclasses__"),
+    ("import os\nw = getattr(os, 'sys' + 'tem')", "forbidden", "computed name"),
+    ("y = torch.compile(lambda x: x)", "forbidden", "torch.compile"),
+    ("s = torch.cuda.Stream()", "forbidden", "side streams"),
+    ("from torch.utils.cpp_extension import load_inline", "forbidden", "native code"),
+])
+def test_forbidden_patterns(snippet, verdict, needle):
+    rep = check_source(HEADER + snippet + MODEL)
+    assert rep.verdict == verdict and needle in rep.error, rep.error
+
+
+def test_validation_messages():
+    assert check_source("def f(:\n").verdict == "compile_error"
+    assert "ModelNew" in check_source(HEADER + "x = 1\n").error
+    rep = check_source("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
+    assert rep.verdict == "no_triton" and "import triton" in rep.error
