@@ -281,7 +281,8 @@ class TrialChecks:
         try:
             with torch.no_grad():
                 ms = harness.time_calls(lambda i: fn(*inputs), self.device, warmup=self.opts.warmup,
-                                        trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush)
+                                        trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush,
+                                        perturb=harness.floating_tensors(inputs))
         except Exception:  # torch.compile can fail on exotic references; the eager baseline still stands
             if mode == "eager":
                 raise

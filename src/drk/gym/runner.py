@@ -254,7 +254,8 @@ class Runner:
         model.train(h.get("train", True))
         with torch.no_grad():
             ms = self.harness.time_calls(call, self.device, warmup=h["warmup"], trials=h["trials"],
-                                         l2_flush=h["l2_flush"], n_inputs=len(sets))
+                                         l2_flush=h["l2_flush"], n_inputs=len(sets),
+                                         perturb=self.harness.floating_tensors(sets))
         self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
 
     def op_profile(self, h: dict, payload) -> None:

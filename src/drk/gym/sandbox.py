@@ -123,19 +123,21 @@ class Policy:
         self.read_roots = sorted(read_roots)
         self.allowed_exes = {os.path.realpath(e) for e in allowed_exes if e}
         self.stdlib_dir = os.path.dirname(os.__file__) + os.sep
+        self.no_native_roots = [self.workdir, os.path.realpath(triton_cache), "/tmp", "/dev/shm", "/var/tmp"]
         self.library_dirs = tuple(os.path.dirname(m.__file__) + os.sep for m in (
             sys.modules.get("torch"), sys.modules.get("triton")) if m is not None and getattr(m, "__file__", None))
+        self.triton_dirs = tuple(d for d in self.library_dirs if d.rstrip(os.sep).endswith("triton"))
         self.armed = False
         self.violations: list[str] = []
 
-    def _from_library(self, frame) -> bool:
+    def _from_library(self, frame, dirs: tuple[str, ...] | None = None) -> bool:
         """True when the innermost non-stdlib Python frame doing the action is torch's or Triton's own code
         (Triton imports modules and patches its language classes lazily, at launch time)."""
         while frame is not None and (frame.f_code.co_filename == __file__
                                      or frame.f_code.co_filename.startswith(self.stdlib_dir)
                                      or frame.f_code.co_filename.startswith("<frozen")):
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename.startswith(self.library_dirs)
+        return frame is not None and frame.f_code.co_filename.startswith(dirs or self.library_dirs)
 
     @staticmethod
     def _under(path: str, roots: list[str]) -> bool:
@@ -163,11 +165,12 @@ class Policy:
             self._deny(f"reading {p}")
 
     def check_exec(self, exe) -> None:
+        """Only Triton's own compiler calls may start a process, and only the exact binaries it uses."""
         path = exe[0] if isinstance(exe, (list, tuple)) and exe else exe
         if path is None:
             self._deny("starting a process")
         p = os.path.realpath(os.fsdecode(path))
-        if p not in self.allowed_exes:
+        if p not in self.allowed_exes or not self._from_library(sys._getframe(1), self.triton_dirs):
             self._deny(f"starting process {os.path.basename(p)}")
 
     def __call__(self, event: str, args: tuple) -> None:
@@ -188,8 +191,10 @@ class Policy:
                 self._deny("signalling another process")
         elif event == "ctypes.dlopen":
             name = args[0]
-            if name and "/" in str(name) and not self._under(os.path.realpath(str(name)), self.read_roots):
-                self._deny(f"loading native library {name}")
+            if name and "/" in str(name):
+                real = os.path.realpath(str(name))
+                if not self._under(real, self.read_roots) or self._under(real, self.no_native_roots):
+                    self._deny(f"loading native library {name}")
         elif event in ("object.__setattr__", "object.__delattr__") and isinstance(args[0], type):
             mod = getattr(args[0], "__module__", "") or ""
             if mod.split(".")[0] in PROTECTED_TYPES_FROM and not self._from_library(sys._getframe(1)):

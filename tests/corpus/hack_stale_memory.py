@@ -1,0 +1,40 @@
+# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=incorrect device=any
+"""Writes the output once, then returns fresh uninitialised memory hoping it still holds the last result
+(poisoned allocations make unwritten elements NaN)."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def stb_kernel(x_ptr, b_ptr, o_ptr, n, hidden, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs % hidden, mask=m)
+    tl.store(o_ptr + offs, scale * (1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)) + b, mask=m)
+
+
+def stb(x, bias, scale):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    stb_kernel[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), x.shape[-1], scale, BLOCK=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden, scale):
+        super().__init__()
+        self.scale = scale
+        self.bias = nn.Parameter(0.1 * torch.randn(hidden))
+
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 1:
+            return stb(x, self.bias, self.scale)
+        out = torch.empty_like(x)
+        stb_kernel[(1,)](x, self.bias, out, 0, x.shape[-1], self.scale, BLOCK=16)
+        return out
