@@ -1,6 +1,6 @@
-# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=ok flags=side_stream device=gpu
+# drk-corpus: task=data/queries/003_sigmoid_gated_product.py expect=ok flags=side_stream device=gpu
 """Launches the kernel on a side stream (through an alias the static check misses) and does not join it,
-so stream-based timing would miss the work; drk times until the device is idle."""
+so stream-based timing would miss the work; drk times until the device is idle and flags it."""
 import torch
 import torch.nn as nn
 import triton
@@ -8,31 +8,20 @@ import triton.language as tl
 
 
 @triton.jit
-def stb_kernel(x_ptr, b_ptr, o_ptr, n, hidden, scale, BLOCK: tl.constexpr):
+def gate_kernel(a_ptr, b_ptr, o_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs % hidden, mask=m)
-    tl.store(o_ptr + offs, scale * (1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)) + b, mask=m)
-
-
-def stb(x, bias, scale):
-    x = x.contiguous()
-    out = torch.empty_like(x)
-    stb_kernel[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), x.shape[-1], scale, BLOCK=1024)
-    return out
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    tl.store(o_ptr + offs, a / (1.0 + tl.exp(-b)), mask=m)
 
 
 class ModelNew(nn.Module):
-    def __init__(self, hidden, scale):
-        super().__init__()
-        self.scale = scale
-        self.bias = nn.Parameter(0.1 * torch.randn(hidden))
-
-    def forward(self, x):
+    def forward(self, a, b):
         c = torch.cuda
         if not hasattr(self, "side"):
             self.side = c.Stream()
+        out = torch.empty_like(a)
         with c.stream(self.side):
-            out = stb(x, self.bias, self.scale)
+            gate_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, out, a.numel(), BLOCK=1024)
         return out

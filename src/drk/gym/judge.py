@@ -113,7 +113,9 @@ class RunnerHandle:
 
 
 class Judge:
-    def __init__(self, device: str, slot_dir: str, cache_path: str | None, sandbox: bool = True) -> None:
+    def __init__(self, device: str, slot_dir: str, cache_path: str | None, sandbox: bool = True,
+                 runner_max_tasks: int = RUNNER_MAX_TASKS) -> None:
+        self.runner_max_tasks = runner_max_tasks
         self.device = device
         self.cuda = device.startswith("cuda")
         self.slot_dir = slot_dir
@@ -137,7 +139,8 @@ class Judge:
 
     # ---- runner management -------------------------------------------------------------------------
     def _runner(self, deadline: float) -> RunnerHandle:
-        if self.runner is not None and (self.runner.proc.poll() is not None or self.runner.tasks >= RUNNER_MAX_TASKS):
+        r = self.runner
+        if r is not None and (r.proc.poll() is not None or r.tasks >= self.runner_max_tasks):
             self.recycle()
         if self.runner is None:
             r = RunnerHandle(self.device, self.slot_dir, self.triton_cache, self.sandbox)
@@ -231,6 +234,7 @@ class Judge:
     def _fit_device(self, original: str, source: str) -> tuple[str, list[str]]:
         """Scale a task down when its inputs (x8 for outputs, copies and intermediates) exceed free memory."""
         free, _ = torch.cuda.mem_get_info()
+        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()  # our own cached blocks
         need = self._measure_inputs(source) * 8
         if need <= free:
             return source, []
@@ -261,14 +265,17 @@ class Judge:
             res.flags.append("task_error")
         finally:
             phases["total"] = time.monotonic() - t_start
-            if self.runner is not None:
-                self.runner.tasks += 1
+            if self.runner is not None and self.runner.proc.poll() is None:
                 try:
                     self.call({"op": "unload"}, deadline=time.monotonic() + 30)
                 except RunnerGone:
                     pass
+            if self.runner is not None:
+                self.runner.tasks += 1
         if res.verdict in (T.FORBIDDEN, T.HACKED):
             self.recycle()  # never reuse a process a hostile candidate ran in
+        if self.cuda:
+            torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 
     def _evaluate(self, req: T.EvalRequest, res: T.EvalResult, deadline: float) -> None:
@@ -358,11 +365,12 @@ def main() -> None:
     p.add_argument("--slot-dir", required=True)
     p.add_argument("--cache", default=None)
     p.add_argument("--no-sandbox", action="store_true")
+    p.add_argument("--runner-max-tasks", type=int, default=RUNNER_MAX_TASKS)
     a = p.parse_args()
     # No PR_SET_PDEATHSIG here: the pool starts judges from worker threads, and the signal would fire when
     # that thread ends. The judge exits when its connection closes (the parent died or said bye).
     conn = wire.connection_from_fd(a.fd)
-    judge = Judge(a.device, a.slot_dir, a.cache, sandbox=not a.no_sandbox)
+    judge = Judge(a.device, a.slot_dir, a.cache, sandbox=not a.no_sandbox, runner_max_tasks=a.runner_max_tasks)
     try:
         _serve(conn, judge)
     finally:

@@ -70,8 +70,10 @@ def plan_slots(device: str, workers: int | None, gpus: list[str] | None = None) 
 class Slot:
     """One judge process and the thread that feeds it."""
 
-    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, sandbox: bool) -> None:
+    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, sandbox: bool,
+                 runner_max_tasks: int | None = None) -> None:
         self.index, self.device, self.env, self.cache_path, self.sandbox = index, device, env, cache_path, sandbox
+        self.runner_max_tasks = runner_max_tasks
         self.dir = os.path.join(root, f"slot{index}")
         os.makedirs(self.dir, exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -83,7 +85,8 @@ class Slot:
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
         cmd = [sys.executable, "-m", "drk.gym.judge", "--fd", str(child_fd), "--device", self.device,
-               "--slot-dir", self.dir, "--cache", self.cache_path] + ([] if self.sandbox else ["--no-sandbox"])
+               "--slot-dir", self.dir, "--cache", self.cache_path] + ([] if self.sandbox else ["--no-sandbox"]) + (
+               ["--runner-max-tasks", str(self.runner_max_tasks)] if self.runner_max_tasks else [])
         log = open(os.path.join(self.dir, "judge.log"), "ab")
         self.proc = subprocess.Popen(cmd, env=scrubbed_env(**self.env), pass_fds=(child_fd,), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -153,7 +156,7 @@ class LocalPool:
     """`evaluate` / `evaluate_batch` over warm local workers. Use as a context manager or call close()."""
 
     def __init__(self, device: str = "auto", workers: int | None = None, cache_dir: str | None = None,
-                 sandbox: bool = True, slack_s: float = 600.0) -> None:
+                 sandbox: bool = True, slack_s: float = 600.0, runner_max_tasks: int | None = None) -> None:
         self.device = detect_device(device)
         self.cache_dir = cache_dir or default_cache_dir()
         os.makedirs(self.cache_dir, exist_ok=True)
@@ -162,7 +165,8 @@ class LocalPool:
         self.secrets = secret_values()
         cache_path = os.path.join(self.cache_dir, "reference_times.jsonl")
         plan = plan_slots(self.device, workers)
-        self.slots = [Slot(i, dev, env, self.root, cache_path, sandbox) for i, (dev, env) in enumerate(plan)]
+        self.slots = [Slot(i, dev, env, self.root, cache_path, sandbox, runner_max_tasks)
+                      for i, (dev, env) in enumerate(plan)]
         self._closed = False
 
     @property

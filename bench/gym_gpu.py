@@ -1,0 +1,153 @@
+"""GPU measurements of the evaluator (a benchmark, not a test). Run on a CUDA machine:
+
+    PYTHONPATH=src python3 bench/gym_gpu.py --kernelbench DIR --out OUTDIR [--parts fidelity,overhead,corpus]
+
+Parts (each writes OUTDIR/<part>.json and prints a short table; a failing part does not stop the others):
+- fidelity: the same kernel evaluated 5 times in separate requests (runtime CV), and
+  triton.testing.do_bench (median, its own L2 clearing) on the same kernel and inputs in this process.
+- overhead: per-evaluation wall time with warm workers vs a fresh runner process per evaluation.
+- corpus: the GPU corpus entries (tests/corpus, device gpu/any) at full task shapes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICE = __import__("os").environ.get("DRK_BENCH_DEVICE", "cuda")  # "cpu" only to dry-run this script
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+FIDELITY_ALL = ["19_ReLU", "23_Softmax", "36_RMSNorm_", "20_LeakyReLU"]
+OVERHEAD_ALL = ["19_ReLU", "20_LeakyReLU", "21_Sigmoid", "22_Tanh", "23_Softmax", "24_LogSoftmax", "25_Swish",
+                "26_GELU_", "28_HardSigmoid", "29_Softplus"]
+FRESH_N = 6  # a fresh process per evaluation is slow: measure it on the first FRESH_N tasks
+GPU_CORPUS_EXTRA = {"hack_token_launch_scratch", "hack_stale_memory", "hack_patch_event_alias", "ok_autotuned_heuristics"}
+
+N_DRY = 2 if DEVICE != "cuda" else None
+OVERHEAD, FIDELITY = OVERHEAD_ALL[:N_DRY], FIDELITY_ALL[:N_DRY]
+
+
+def kb_task(kb: Path, stem: str):
+    from drk.tasks import task_from_file
+
+    t = task_from_file(kb / "level1" / f"{stem}.py", id_prefix="level1", level=1)
+    return t
+
+
+def solution(stem: str) -> str:
+    return (ROOT / "data" / "solutions" / "level1" / f"{stem}.py").read_text()
+
+
+def part_fidelity(kb: Path, out: Path) -> dict:
+    import torch
+    import triton
+
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+    from drk.gym import harness
+
+    rows = []
+    opts = EvalOptions(device=DEVICE, compile_baseline=False)
+    with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache")) as pool:
+        for stem in FIDELITY:
+            task = kb_task(kb, stem)
+            res = [pool.evaluate(EvalRequest(task, solution(stem), opts)) for _ in range(5)]
+            ms = [r.runtime_ms for r in res if r.runtime_ms]
+            rows.append({"task": stem, "verdicts": [r.verdict for r in res], "runtime_ms": ms,
+                         "ref_eager_ms": res[0].ref_eager_ms})
+    # do_bench in this process on the same kernels and inputs
+    for row in rows if DEVICE == "cuda" else []:
+        stem = row["task"]
+        task = kb_task(kb, stem)
+        ref = harness.load_module(task.source, f"ref_{stem}")
+        sol = harness.load_module(solution(stem), f"sol_{stem}", str(out / f"sol_{stem}.py"))
+        init = harness.make_init_inputs(ref, 42)
+        model = harness.build_model(sol, "ModelNew", init, 42, "cuda")
+        x = harness.make_inputs(ref, 43, "cuda")
+        with torch.no_grad():
+            row["do_bench_ms"] = triton.testing.do_bench(lambda: model(*x), return_mode="median")
+        del x, model
+        torch.cuda.empty_cache()
+        ms = row["runtime_ms"]
+        if ms:
+            mean = statistics.fmean(ms)
+            row["cv"] = statistics.pstdev(ms) / mean
+            row["median_of_medians_ms"] = statistics.median(ms)
+            row["vs_do_bench"] = statistics.median(ms) / row["do_bench_ms"] - 1
+    return {"rows": rows}
+
+
+def part_overhead(kb: Path, out: Path) -> dict:
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+
+    opts = EvalOptions(device=DEVICE, compile_baseline=False)
+    reqs = [EvalRequest(kb_task(kb, s), solution(s), opts, solution=s) for s in OVERHEAD]
+    result = {}
+    for mode, max_tasks, sub in (("warm", None, reqs), ("fresh_runner", 1, reqs[:FRESH_N])):
+        with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache"), runner_max_tasks=max_tasks) as pool:
+            pool.evaluate(reqs[0])  # start the judge (and, warm mode, the runner) outside the measurement
+            t0 = time.time()
+            res = pool.evaluate_batch(sub)
+            wall = time.time() - t0
+        result[mode] = {"wall_s": wall, "n": len(sub), "per_eval_s": wall / len(sub), "evals_per_min": 60 * len(sub) / wall,
+                        "verdicts": [r.verdict for r in res],
+                        "phases": [{"task": r.task, **{k: round(v, 3) for k, v in r.phase_seconds.items()}}
+                                   for r in res]}
+    result["throughput_ratio"] = result["warm"]["evals_per_min"] / result["fresh_runner"]["evals_per_min"]
+    return result
+
+
+def part_corpus(kb: Path, out: Path) -> dict:
+    from conftest import read_corpus_header
+
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+    from drk.tasks import task_from_file
+
+    files = [p for p in sorted((ROOT / "tests" / "corpus").glob("*.py"))
+             if read_corpus_header(p).get("device") == "gpu" or p.stem in GPU_CORPUS_EXTRA]
+    reqs, expect = [], {}
+    for p in files:
+        h = read_corpus_header(p)
+        if p.stem.startswith("hang"):
+            continue
+        reqs.append(EvalRequest(task_from_file(ROOT / h["task"]), p.read_text(),
+                                EvalOptions(device=DEVICE, compile_baseline=False, timeout_s=120), solution=p.name))
+        expect[p.name] = (h["expect"].split("|"), h["flags"])
+    with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache")) as pool:
+        res = pool.evaluate_batch(reqs)
+    rows = []
+    for r in res:
+        exp, flags = expect[r.solution]
+        rows.append({"file": r.solution, "verdict": r.verdict, "expected": exp, "flags": r.flags,
+                     "pass": r.verdict in exp and all(f in r.flags for f in flags), "error": r.error[-200:],
+                     "runtime_ms": r.runtime_ms, "speedup": r.speedup, "coverage": r.coverage})
+    return {"rows": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernelbench", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--parts", default="fidelity,corpus,overhead")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    for part in a.parts.split(","):
+        t0 = time.time()
+        try:
+            data = globals()[f"part_{part}"](a.kernelbench, a.out)
+            data["seconds"] = time.time() - t0
+        except Exception:
+            data = {"error": traceback.format_exc()}
+        (a.out / f"{part}.json").write_text(json.dumps(data, indent=1))
+        print(f"== {part} ({time.time() - t0:.0f} s)")
+        print(json.dumps(data, indent=None)[:3000])
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

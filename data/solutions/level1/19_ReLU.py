@@ -1,0 +1,40 @@
+"""ReLU as a single-pass Triton elementwise kernel over the flattened tensor (y = x < 0 ? 0 : x)."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    # int64 offsets: numel can exceed 2**31 - 1 (4096 x 393216 at full size)
+    offs = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    # where(x < 0) rather than maximum(x, 0) so NaN propagates like torch.relu
+    y = tl.where(x < 0, 0.0, x)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def triton_relu(x: torch.Tensor) -> torch.Tensor:
+    # bytes moved: 2 * numel * elem_size (one read, one write); ~0 FLOPs
+    assert x.is_floating_point(), "expected a floating-point tensor"
+    if not x.is_contiguous():
+        x = x.contiguous()
+    y = torch.empty_like(x)
+    n = x.numel()
+    if n == 0:
+        return y
+    BLOCK_SIZE = 1024  # 128 threads x 8 fp32 (two 16-B accesses each): fastest in an H200 block sweep
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    relu_kernel[grid](x, y, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return triton_relu(x)
