@@ -1,0 +1,1 @@
+"""The multi-turn agent: prompts, feedback text, code extraction, episodes and history policies."""
