@@ -126,14 +126,25 @@ def eval_cmd(
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline", help="Also time the reference under torch.compile."),
     fp64: bool = typer.Option(False, "--fp64", help="Also compare against a float64 reference (max_abs_diff_fp64)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines on stdout."),
+    model: Optional[str] = typer.Option(None, "--model", help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
+    samples: int = typer.Option(1, "--samples", help="With --model: episodes per task."),
+    turns: int = typer.Option(3, "--turns", help="With --model: turns per episode (feedback between turns)."),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_tokens: int = typer.Option(4096, "--max-tokens", help="Max new tokens per reply."),
+    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to an endpoint."),
 ) -> None:
-    """Evaluate candidate kernels: one pair, or a folder of solutions for KernelBench levels.
+    """Evaluate candidate kernels: one pair, a folder of solutions, or kernels a model writes.
 
     \b
     Examples:
       drk eval data/queries/001_scaled_tanh_bias.py --solution my_kernel.py
       drk eval --level 1 --solutions data/solutions --kernelbench ../KernelBench/KernelBench --out runs/l1
       drk eval --level 1,2 --problems 1-20 --solutions sols/ --device cpu --workers 2
+      drk eval --level 1 --problems 1-10 --model Qwen/Qwen3-8B --samples 4 --turns 3 --out runs/q3
+      drk eval --level 1 --base-url http://localhost:8000/v1 --model drkernel-8b --samples 8 --out runs/v
     """
     from drk.gym import LocalPool
     from drk.metrics import summarize_by_group
@@ -143,8 +154,13 @@ def eval_cmd(
         if solution is None:
             raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
         return _eval_pair(task_file, solution, opts, workers, as_json, out)
+    if solutions is None and model is not None:
+        tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
+        engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
+        cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
+        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model)
     if solutions is None:
-        raise UserError("nothing to evaluate: pass --solutions DIR (or TASK_FILE --solution FILE)")
+        raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
     from drk.solutions import evaluate_candidates, find_candidates, write_summary
 
     tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
@@ -209,6 +225,171 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
     else:
         typer.echo(feedback_text(res))
     raise typer.Exit(0 if res["verdict"] == "ok" else 1)
+
+
+def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
+                     device: str = "auto"):
+    from drk.engines import EngineError, EngineSpec, make_engine
+
+    if not model:
+        raise UserError("give --model (a local path / HF id, or the model name served at --base-url)")
+    if base_url is None and not Path(model).exists() and model.count("/") != 1:
+        raise UserError(f"model not found: {model} (a local directory, an HF id like org/name, or use --base-url)")
+    spec = EngineSpec(model=model, base_url=base_url, api_key_env=api_key_env, max_concurrency=concurrency,
+                      device="cuda" if device.startswith("cuda") else device)
+    try:
+        return make_engine(spec)
+    except EngineError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:  # a local model that cannot be read
+        raise UserError(f"cannot load model {model}: {str(e).splitlines()[0]}") from None
+
+
+def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts):
+    from drk.agent.episode import EpisodeConfig
+    from drk.engines import SamplingParams
+
+    return EpisodeConfig(turns=turns, history=history, keep=keep, eval_options=opts,
+                         sampling=SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens))
+
+
+def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name) -> None:
+    from drk.gym import LocalPool
+    from drk.model_eval import evaluate_model
+
+    out = out or Path("runs") / "eval-model"
+    with LocalPool(device=opts.device, workers=workers) as pool:
+        opts.device = pool.device
+        summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name)
+    render_summary(summary["per_turn"], f"drk eval --model {model_name}: {len(tasks)} tasks x {samples} samples")
+    typer.echo(f"wrote {out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
+
+
+TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelbench, or --queries."
+
+
+@app.command("collect")
+@user_errors
+def collect_cmd(
+    queries: Optional[str] = typer.Option(None, "--queries", help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
+    level: Optional[str] = typer.Option(None, "--level", help="Use KernelBench levels instead (contamination warning)."),
+    problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids / rows: 1,2,19 or 1-10."),
+    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Teacher: OpenAI-compatible endpoint."),
+    model: Optional[str] = typer.Option(None, "--model", help="Teacher model name (or a local model path)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
+    out: Path = typer.Option(..., "--out", help="Writes OUT/trajectories.jsonl (appends; finished uuids are skipped)."),
+    turns: int = typer.Option(5, "--turns"),
+    samples: int = typer.Option(1, "--samples", help="Episodes per query."),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_tokens: int = typer.Option(4096, "--max-tokens"),
+    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to the endpoint."),
+    wave: int = typer.Option(32, "--wave", help="Episodes run (and written) together."),
+    device: str = typer.Option("auto", "--device"),
+    workers: Optional[int] = typer.Option(None, "--workers"),
+    timeout: float = typer.Option(300.0, "--timeout"),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+) -> None:
+    """Collect multi-turn trajectories from a teacher; each turn's kernel is evaluated and the feedback goes
+    into the next turn.
+
+    \b
+    Examples:
+      drk collect --queries data/queries --base-url https://api.openai.com/v1 --model gpt-4.1 --turns 5 --out runs/traj
+      drk collect --queries rl-data.parquet --base-url http://localhost:8000/v1 --model teacher --samples 4 --out runs/t
+    The API key is read from $OPENAI_API_KEY (or --api-key-env NAME) and never written anywhere.
+    """
+    from drk.collect import collect
+    from drk.gym import LocalPool
+
+    tasks = _training_tasks(queries, level, problems, kernelbench)
+    engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
+    opts = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
+    with LocalPool(device=device, workers=workers) as pool:
+        opts.device = pool.device
+        stats = collect(tasks, engine, pool, cfg, out, samples=samples, teacher=model or "", wave=wave,
+                        on_episode=lambda ep: typer.echo(
+                            f"{ep.uuid}: rewards {[round(t.reward, 2) for t in ep.turns]}", err=True))
+    typer.echo(f"wrote {stats['written']} episodes ({stats['correct']} with a correct turn), skipped "
+               f"{stats['skipped']} already in {out}/trajectories.jsonl")
+
+
+def _training_tasks(queries, level, problems, kernelbench) -> list:
+    from drk.tasks import load_kernelbench
+    from drk.tasks.queries import load_queries, looks_like_benchmark
+
+    if queries is None and level is None:
+        raise UserError("give --queries (a query set) or --level (KernelBench)")
+    tasks = load_queries(queries, problems) if queries else load_kernelbench(level, problems, kernelbench)
+    if looks_like_benchmark(tasks, queries or "kernelbench"):
+        typer.secho("drk: warning: these queries come from KernelBench, the evaluation benchmark; training on "
+                    "them contaminates KernelBench results", fg="yellow", err=True)
+    return tasks
+
+
+@app.command("infer")
+@user_errors
+def infer_cmd(
+    task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url"),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
+    device: str = typer.Option("auto", "--device", help="Evaluation device: cuda or cpu."),
+    iterations: int = typer.Option(10, "--iterations", help="STTS iterations (the first is a multi-turn episode)."),
+    turns: int = typer.Option(5, "--turns", help="Turns in the first iteration."),
+    keep: int = typer.Option(4, "--keep", help="Past turns carried into each new context."),
+    select: str = typer.Option("topw", "--select", help="topw (top-w by reward, the paper) or window (best consecutive window)."),
+    out: Path = typer.Option(..., "--out", help="Writes OUT/history.jsonl, OUT/best.py, OUT/summary.json."),
+    temperature: float = typer.Option(1.0, "--temperature"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_tokens: int = typer.Option(4096, "--max-tokens"),
+    timeout: float = typer.Option(300.0, "--timeout"),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+) -> None:
+    """Sequential test-time scaling on one task: keep every turn, rebuild each context from the first
+    prompt plus the best past turns, and keep the best correct kernel.
+
+    \b
+    Examples:
+      drk infer task.py --base-url http://localhost:8000/v1 --model drkernel-14b --out runs/infer
+      drk infer task.py --model ./checkpoints/rl --iterations 10 --turns 5 --keep 4 --out runs/infer
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from drk.agent.stts import STTSConfig
+    from drk.gym import LocalPool
+    from drk.infer import run_infer
+    from drk.tasks import task_from_file
+
+    if select not in ("topw", "window"):
+        raise UserError("--select must be topw or window")
+    task = task_from_file(task_file)
+    engine = make_engine_from(model, base_url, api_key_env, 4, device)
+    opts = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts)
+    table = Table(title=f"drk infer {task.id}")
+    for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
+        table.add_column(col)
+
+    def row(rec: dict) -> None:
+        r = rec.get("result") or {}
+        table.add_row(str(rec["index"] + 1), ",".join(str(i + 1) for i in rec.get("context_turns", [])) or "-",
+                      r.get("verdict", "no code"), "–" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
+                      "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
+        typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
+
+    with LocalPool(device=device, workers=1) as pool:
+        opts.device = pool.device
+        ep, summary = run_infer(task, engine, pool, cfg, STTSConfig(iterations, turns, 1, keep, select), out,
+                                on_turn=row)
+    Console(stderr=True).print(table)
+    if summary["best_turn"] is None:
+        typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
+        raise typer.Exit(1)
+    typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
 
 
 def main() -> None:  # pragma: no cover

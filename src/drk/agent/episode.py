@@ -1,0 +1,195 @@
+"""The multi-turn episode: prompt → generate → extract code → evaluate → feedback → next turn.
+
+Shared by `drk collect`, `drk eval --model`, `drk infer` (STTS) and the RL rollouts. Many episodes advance
+together: each turn, every active episode's context goes to the engine in one `generate` call and every
+extracted candidate to the evaluator in one `evaluate_batch` call.
+
+History policies decide what the next turn sees:
+- `all`: the whole conversation so far (the paper's multi-turn training and evaluation);
+- `topw`: the first prompt plus the `keep` past turns with the highest reward, in chronological order
+  (the paper's sequential test-time scaling, STTS);
+- `window`: the first prompt plus the best run of `keep` consecutive turns by summed reward (what the
+  released evaluation code selects).
+A turn in a context is its assistant reply followed by the feedback it received.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from drk.agent.extract import extract_code
+from drk.agent.prompts import feedback_prompt, initial_messages
+from drk.engines.base import FINISH_ERROR, Engine, SamplingParams
+from drk.gym.reward import RewardWeights, turn_reward
+from drk.gym.types import EvalOptions, EvalRequest
+from drk.tasks import Task
+
+HISTORY_POLICIES = ("all", "topw", "window")
+
+
+@dataclass
+class Turn:
+    index: int
+    completion: str
+    code: str | None = None
+    extraction_error: str = ""
+    result: dict | None = None        # EvalResult as a dict; None when there was no code to evaluate
+    reward: float = 0.0
+    feedback: str = ""                # the user message that followed this turn
+    context_turns: list[int] = field(default_factory=list)  # which earlier turns were in this turn's context
+    finish_reason: str = ""
+    engine_error: str = ""
+    usage: dict = field(default_factory=dict)
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_token_ids: list[int] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result and self.result.get("verdict") == "ok")
+
+    @property
+    def speedup(self) -> float | None:
+        return (self.result or {}).get("speedup")
+
+    def to_dict(self, with_tokens: bool = False) -> dict:
+        d = asdict(self)
+        if not with_tokens:
+            for k in ("token_ids", "logprobs", "prompt_token_ids"):
+                d.pop(k)
+        return d
+
+
+@dataclass
+class Episode:
+    uuid: str
+    task: Task
+    first_messages: list[dict]
+    turns: list[Turn] = field(default_factory=list)
+    stopped: str = ""                 # why the episode ended early ("engine_error"), else ""
+
+    def conversation(self, upto: int | None = None) -> list[dict]:
+        """First prompt, then assistant/feedback pairs; ends with the last assistant reply (SFT-ready)."""
+        msgs = list(self.first_messages)
+        turns = self.turns if upto is None else self.turns[:upto + 1]
+        for i, t in enumerate(turns):
+            msgs.append({"role": "assistant", "content": t.completion})
+            if i < len(turns) - 1:
+                msgs.append({"role": "user", "content": t.feedback})
+        return msgs
+
+    def best_turn(self) -> int | None:
+        """Index of the best turn: correct first, then speedup, then reward; None if no turn is correct."""
+        best = None
+        for t in self.turns:
+            if not t.ok:
+                continue
+            key = (t.speedup if t.speedup is not None else 0.0, t.reward, t.index)
+            if best is None or key > best[0]:
+                best = (key, t.index)
+        return best[1] if best else None
+
+    def record(self, teacher: str = "", usage: dict | None = None, with_tokens: bool = False) -> dict:
+        """One line of trajectories.jsonl."""
+        best = self.best_turn()
+        return {"uuid": self.uuid, "task": self.task.id, "task_hash": self.task.source_hash,
+                "messages": self.conversation(), "turns": [t.to_dict(with_tokens) for t in self.turns],
+                "best_round": best, "final_speedup": self.turns[best].speedup if best is not None else None,
+                "rewards": [t.reward for t in self.turns], "teacher": teacher, "usage": usage or {},
+                "stopped": self.stopped}
+
+
+def episode_uuid(task: Task, sample: int, salt: str = "") -> str:
+    h = hashlib.sha256(f"{task.id}|{task.source_hash}|{sample}|{salt}".encode()).hexdigest()[:16]
+    return f"{task.id.replace('/', '.')}-{sample}-{h}"
+
+
+def select_turns(turns: list[Turn], policy: str, keep: int) -> list[Turn]:
+    """Which past turns go into the next context (chronological order)."""
+    if policy == "all" or len(turns) <= keep:
+        return list(turns)
+    if policy == "topw":
+        ranked = sorted(turns, key=lambda t: (t.reward, t.index), reverse=True)[:keep]
+        return sorted(ranked, key=lambda t: t.index)
+    if policy == "window":
+        best_start, best_sum = 0, float("-inf")
+        for s in range(len(turns) - keep + 1):
+            total = sum(t.reward for t in turns[s:s + keep])
+            if total >= best_sum:  # ties: the later window
+                best_start, best_sum = s, total
+        return turns[best_start:best_start + keep]
+    raise ValueError(f"unknown history policy {policy!r}; use one of {HISTORY_POLICIES}")
+
+
+def build_context(ep: Episode, policy: str, keep: int, pool: list[Turn] | None = None) -> tuple[list[dict], list[int]]:
+    """Messages for the next turn and the indices of the turns included."""
+    chosen = select_turns(pool if pool is not None else ep.turns, policy, keep)
+    msgs = list(ep.first_messages)
+    for t in chosen:
+        msgs.append({"role": "assistant", "content": t.completion})
+        msgs.append({"role": "user", "content": t.feedback})
+    return msgs, [t.index for t in chosen]
+
+
+@dataclass
+class EpisodeConfig:
+    turns: int = 3                    # turns per episode
+    history: str = "all"              # all | topw | window
+    keep: int = 4                     # turns kept in context by topw/window
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    eval_options: EvalOptions = field(default_factory=EvalOptions)
+    reward: RewardWeights = field(default_factory=RewardWeights)
+    system_prompt: bool = True
+    feedback_chars: int = 2000
+
+
+def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> Episode:
+    first = task.meta.get("prompt") if isinstance(task.meta.get("prompt"), list) else None
+    return Episode(episode_uuid(task, sample, salt), task, first or initial_messages(task.source, cfg.system_prompt))
+
+
+def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig,
+         contexts: list[tuple[list[dict], list[int]]] | None = None) -> list[Turn]:
+    """Advance every episode by one turn (one generate call, one evaluate_batch call)."""
+    contexts = contexts or [build_context(ep, cfg.history, cfg.keep) for ep in episodes]
+    params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
+    gens = engine.generate([c for c, _ in contexts], params)
+    turns, reqs, owners = [], [], []
+    for ep, (_, ctx_ids), g in zip(episodes, contexts, gens):
+        gen = g[0]
+        idx = len(ep.turns)
+        turn = Turn(index=idx, completion=gen.text, context_turns=ctx_ids, finish_reason=gen.finish_reason,
+                    usage=dict(gen.usage), token_ids=gen.token_ids, logprobs=gen.logprobs,
+                    prompt_token_ids=gen.prompt_token_ids)
+        if gen.finish_reason == FINISH_ERROR:
+            turn.engine_error = gen.error or "generation failed"
+        else:
+            turn.code, turn.extraction_error = extract_code(gen.text)
+            if turn.code is not None:
+                reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{idx}",
+                                        request_id=f"{ep.uuid}/{idx}"))
+                owners.append(turn)
+        turns.append(turn)
+    for turn, res in zip(owners, gym.evaluate_batch(reqs) if reqs else []):
+        turn.result = res.to_dict()
+    for ep, turn in zip(episodes, turns):
+        turn.reward = turn_reward(turn.result, cfg.reward) if turn.result else 0.0
+        turn.feedback = feedback_prompt(turn.result, turn.extraction_error, cfg.feedback_chars)
+        ep.turns.append(turn)
+        if turn.engine_error:
+            ep.stopped = "engine_error"
+    return turns
+
+
+def run_episodes(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig,
+                 on_turn: Callable[[int, list[Episode]], None] | None = None) -> list[Episode]:
+    """Run `cfg.turns` turns on every episode (episodes stopped by an engine error drop out)."""
+    for t in range(cfg.turns):
+        active = [ep for ep in episodes if not ep.stopped]
+        if not active:
+            break
+        step(active, engine, gym, cfg)
+        if on_turn is not None:
+            on_turn(t, episodes)
+    return episodes

@@ -1,0 +1,39 @@
+"""Sequential test-time scaling (STTS), as in the paper: keep every turn; each new context is the first
+prompt plus `keep` past turns chosen by reward (`topw`, the paper) or the best consecutive window
+(`window`, the released code); the answer is the best correct turn.
+
+Schedule: a first iteration of `turns` turns (the plain multi-turn episode), then `iterations - 1` more
+iterations of `turns_per_iteration` turns each, every one built from the selected history. The released
+evaluation (5 turns, 10 iterations, keep 4) thus makes 5 + 9 = 14 turns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from drk.agent.episode import Episode, EpisodeConfig, build_context, new_episode, run_episodes, step
+from drk.engines.base import Engine
+from drk.tasks import Task
+
+
+@dataclass
+class STTSConfig:
+    iterations: int = 10          # the first multi-turn iteration counts as one
+    turns: int = 5                # turns in the first iteration
+    turns_per_iteration: int = 1  # turns in every later iteration
+    keep: int = 4                 # past turns carried into each new context
+    select: str = "topw"          # topw | window
+
+
+def run_stts(task: Task, engine: Engine, gym, cfg: EpisodeConfig, scfg: STTSConfig,
+             on_turn: Callable[[Episode], None] | None = None) -> Episode:
+    ep = new_episode(task, 0, cfg, salt="stts")
+    first = replace(cfg, turns=scfg.turns, history=scfg.select, keep=scfg.keep)
+    run_episodes([ep], engine, gym, first, on_turn=(lambda t, eps: on_turn(ep)) if on_turn else None)
+    for _ in range(max(0, scfg.iterations - 1) * max(1, scfg.turns_per_iteration)):
+        if ep.stopped:
+            break
+        step([ep], engine, gym, cfg, contexts=[build_context(ep, scfg.select, scfg.keep)])
+        if on_turn is not None:
+            on_turn(ep)
+    return ep

@@ -1,0 +1,114 @@
+"""`drk eval --model`: generate kernels with a model (local or endpoint), evaluate every turn, and report
+per turn and best-of-history, with the same metrics code as `drk eval --solutions`.
+
+Files: OUT/results.jsonl (one line per episode turn: the evaluator result plus episode, sample, turn,
+reward), OUT/episodes.jsonl (conversations), OUT/summary.json, OUT/report.md, OUT/speedup_per_turn.png.
+A turn whose reply had no code counts as not compiled.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from drk.agent.episode import Episode, EpisodeConfig, new_episode, run_episodes
+from drk.metrics import best_per_task, summarize
+from drk.records import JsonlWriter, start_fresh, write_json
+from drk.tasks import Task
+
+
+def turn_record(ep: Episode, sample: int, t) -> dict:
+    base = t.result or {"task": ep.task.id, "verdict": "compile_error", "compiled": False, "correct": False,
+                        "error": t.engine_error or t.extraction_error, "flags": []}
+    return {**base, "episode": ep.uuid, "sample": sample, "turn": t.index, "reward": t.reward,
+            "no_code": t.result is None}
+
+
+def per_turn_summaries(records: list[dict], turns: int) -> dict:
+    """{"turn_1": {...}, "best_of_1": {...}, ...}: metrics of turn t alone and of the best turn <= t."""
+    out = {}
+    for t in range(turns):
+        at_t = [r for r in records if r["turn"] == t]
+        upto = [r for r in records if r["turn"] <= t]
+        # best-of-history is per episode: one best record per (episode) among turns <= t
+        by_ep: dict[str, list[dict]] = {}
+        for r in upto:
+            by_ep.setdefault(r["episode"], []).append(r)
+        best = [best_per_task([dict(x, task=ep) for x in rs])[0] for ep, rs in by_ep.items()]
+        out[f"turn_{t + 1}"] = summarize(at_t)
+        out[f"best_of_{t + 1}"] = summarize(best)
+    return out
+
+
+def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: str | Path, *,
+                   samples: int = 1, model_name: str = "") -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("results.jsonl", "episodes.jsonl"):
+        start_fresh(out / name)
+    eps = [(s, new_episode(t, s, cfg, salt="eval")) for t in tasks for s in range(samples)]
+    run_episodes([e for _, e in eps], engine, gym, cfg)
+    records = []
+    with JsonlWriter(out / "results.jsonl") as w, JsonlWriter(out / "episodes.jsonl") as we:
+        for s, ep in eps:
+            for t in ep.turns:
+                rec = turn_record(ep, s, t)
+                records.append(rec)
+                w.write(rec)
+            we.write(ep.record(teacher=model_name))
+    summary = {"model": model_name, "tasks": len(tasks), "samples": samples, "turns": cfg.turns,
+               "per_turn": per_turn_summaries(records, cfg.turns), "config": asdict(cfg)}
+    write_json(out / "summary.json", summary)
+    (out / "report.md").write_text(report_markdown(summary))
+    plot_speedups(records, cfg.turns, out / "speedup_per_turn.png")
+    return summary
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x) -> str:
+    return "–" if x is None else f"{x:.2f}x"
+
+
+def report_markdown(summary: dict) -> str:
+    lines = [f"# drk eval --model {summary['model']}", "",
+             f"{summary['tasks']} tasks x {summary['samples']} samples x {summary['turns']} turns.", "",
+             "| group | n | compiled | correct | hacks | fast_1 | fast_1.2 | fast_1.5 | fast_2 | fast_1 (compile) "
+             "| fast_1.2 (compile) | geomean speedup | vs compile |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for g, s in summary["per_turn"].items():
+        if not s.get("n"):
+            continue
+        lines.append(f"| {g} | {s['n']} | {_pct(s['compiled'])} | {_pct(s['correct'])} | {_pct(s['hack_rate'])} | "
+                     f"{_pct(s['fast_1'])} | {_pct(s['fast_1.2'])} | {_pct(s['fast_1.5'])} | {_pct(s['fast_2'])} | "
+                     f"{_pct(s['fast_1_compile'])} | {_pct(s['fast_1.2_compile'])} | {_num(s['geomean_speedup'])} | "
+                     f"{_num(s['geomean_speedup_compile'])} |")
+    lines += ["", "fast_p: share of all candidates (or, best_of_t, of all episodes) that are correct and more than "
+              "p times faster than the eager (or torch.compile) reference. Speedups are not measured on CPU."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_speedups(records: list[dict], turns: int, path: Path) -> None:
+    """Distribution of log2 speedup of the correct kernels at each turn (a PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = [[math.log2(r["speedup"]) for r in records if r["turn"] == t and r.get("verdict") == "ok"
+             and r.get("speedup")] for t in range(turns)]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * turns, 3.6))
+    if any(data):
+        ax.boxplot([d if d else [float("nan")] for d in data])
+        ax.set_xticks(range(1, turns + 1), [str(t + 1) for t in range(turns)])
+    else:
+        ax.text(0.5, 0.5, "no speedups measured (CPU or no correct kernels)", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.axhline(0.0, color="gray", lw=0.8)
+    ax.set_xlabel("turn")
+    ax.set_ylabel("log2 speedup vs eager (correct kernels)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

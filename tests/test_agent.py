@@ -1,0 +1,167 @@
+"""The multi-turn loop end to end: `drk collect` and `drk infer` against a scripted OpenAI-compatible server
+on loopback (real HTTP, real `openai` client, real CPU evaluator), plus extraction and history policies.
+
+    .venv/bin/python -m pytest tests/test_agent.py -q
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from drk.agent.episode import Turn, select_turns
+from drk.agent.extract import extract_code
+from drk.agent.prompts import EXAMPLE_REFERENCE, EXAMPLE_SOLUTION, first_prompt
+from drk.cli import app
+from drk.engines import ScriptedServer
+from drk.gym import EvalOptions, EvalRequest
+from drk.tasks import Task
+
+runner = CliRunner()
+GOOD = (ROOT / "data/query_solutions/001_scaled_tanh_bias.py").read_text()
+BROKEN = (ROOT / "tests/corpus/wrong_scale.py").read_text()
+GOOD3 = (ROOT / "data/query_solutions/003_sigmoid_gated_product.py").read_text()
+
+
+def reply_with(code: str, note: str = "Here is the kernel.") -> str:
+    return f"<think>scratch work ```python\nnot this```</think>{note}\n```python\n{code}```\nDone."
+
+
+def test_extract_code_rules():
+    assert extract_code(reply_with("x = 1\n")) == ("x = 1\n", "")
+    two = "```python\na = 1\n```\ntext\n```python\nb = 2\n```"
+    assert extract_code(two)[0] == "b = 2\n"                     # the last python block
+    assert extract_code("```answer\nc = 3\n```")[0] == "c = 3\n"
+    assert extract_code("```\nclass ModelNew: pass\n```")[0].startswith("class ModelNew")
+    assert extract_code("no code here")[0] is None and "no ```python" in extract_code("no code here")[1]
+    assert extract_code("<think>only thinking</think>")[1].startswith("the reply is empty")
+    assert "unterminated" in extract_code("```python\nx = 1")[1]
+
+
+def test_history_policies():
+    turns = [Turn(index=i, completion="", reward=r) for i, r in enumerate([0.2, 1.0, 0.0, 0.9, 0.9, 0.1])]
+    assert [t.index for t in select_turns(turns, "all", 2)] == [0, 1, 2, 3, 4, 5]
+    assert [t.index for t in select_turns(turns, "topw", 3)] == [1, 3, 4]     # chronological order
+    assert [t.index for t in select_turns(turns, "topw", 2)] == [1, 4]        # ties: the later turn
+    assert [t.index for t in select_turns(turns, "window", 2)] == [3, 4]      # best consecutive pair (1.8)
+    assert [t.index for t in select_turns(turns, "window", 3)] == [3, 4, 5] or \
+        [t.index for t in select_turns(turns, "window", 3)] == [1, 2, 3]
+    with pytest.raises(ValueError):
+        select_turns(turns, "bogus", 2)
+
+
+def test_one_shot_example_is_correct(cpu_pool):
+    task = Task(id="example/bias_gelu", name="bias_gelu", source=EXAMPLE_REFERENCE)
+    r = cpu_pool.evaluate(EvalRequest(task, EXAMPLE_SOLUTION, EvalOptions(device="cpu", input_budget_mb=0.25)))
+    assert r.verdict == "ok", r.error
+    assert "Here is a PyTorch program" in first_prompt(task.source) and "ModelNew" in first_prompt(task.source)
+
+
+def turn_of(messages: list[dict]) -> int:
+    return sum(m["role"] == "assistant" for m in messages)
+
+
+def test_collect_feedback_flows_and_resume(tmp_path):
+    """Turn 1 broken, turn 2 no code, turn 3 correct; a 500 on the first request is retried."""
+    first_call = threading.Event()
+
+    def script(messages, req, i):
+        if not first_call.is_set():
+            first_call.set()
+            return 500
+        t = turn_of(messages)
+        good = GOOD3 if "a * torch.sigmoid(b)" in messages[1]["content"] else GOOD
+        return [reply_with(BROKEN if good is GOOD else GOOD3.replace("torch.empty_like", "torch.zeros_like")
+                           .replace("return out", "return out * 0"), "first try"),
+                "I am not sure what to write.", reply_with(good)][min(t, 2)]
+
+    out = tmp_path / "traj"
+    args = ["collect", "--queries", str(ROOT / "data/queries"), "--problems", "1,3", "--turns", "3",
+            "--device", "cpu", "--workers", "2", "--input-budget-mb", "0.25", "--out", str(out), "--model", "teacher"]
+    with ScriptedServer(script) as srv:
+        res = runner.invoke(app, args + ["--base-url", srv.base_url])
+        assert res.exit_code == 0, res.output
+        recs = [json.loads(x) for x in (out / "trajectories.jsonl").read_text().splitlines()]
+        assert len(recs) == 2
+        for rec in recs:
+            verdicts = [(t["result"] or {}).get("verdict") for t in rec["turns"]]
+            assert verdicts[0] == "incorrect" and verdicts[1] is None and verdicts[2] == "ok"
+            assert rec["best_round"] == 2 and rec["rewards"][2] > 0.9 and rec["rewards"][0] == 0.0
+            roles = [m["role"] for m in rec["messages"]]
+            assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+            assert "no ```python code block" in rec["turns"][1]["feedback"]
+        # feedback of turn t is in the request of turn t+1
+        later = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 1]
+        assert later and all("Verdict: incorrect" in m[-1]["content"] for m in later)
+        third = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 2]
+        assert third and all("no ```python code block" in m[-1]["content"] for m in third)
+        n_requests = len(srv.requests)
+        # rerun: everything is done, nothing is requested
+        res = runner.invoke(app, args + ["--base-url", srv.base_url])
+        assert res.exit_code == 0 and "skipped 2" in res.output and len(srv.requests) == n_requests
+        # an interrupted run (one episode missing) redoes only that episode
+        lines = (out / "trajectories.jsonl").read_text().splitlines()
+        (out / "trajectories.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+        res = runner.invoke(app, args + ["--base-url", srv.base_url])
+        assert res.exit_code == 0 and "skipped 1" in res.output and len(srv.requests) == n_requests + 3
+    assert "secret" not in (out / "trajectories.jsonl").read_text()
+
+
+def test_collect_unreachable_endpoint_is_not_a_traceback(tmp_path):
+    res = runner.invoke(app, ["collect", "--queries", str(ROOT / "data/queries"), "--problems", "1", "--turns", "1",
+                              "--device", "cpu", "--out", str(tmp_path), "--model", "m",
+                              "--base-url", "http://127.0.0.1:9/v1"])
+    assert res.exit_code == 0, res.output   # per-request failures are recorded, not raised
+    rec = json.loads((tmp_path / "trajectories.jsonl").read_text().splitlines()[0])
+    assert rec["stopped"] == "engine_error" and rec["turns"][0]["engine_error"]
+
+
+def test_infer_stts_keeps_top_turns_and_writes_best(tmp_path):
+    """Alternating broken/correct replies; every later context must hold the top-w turns by reward."""
+    def script(messages, req, i):
+        n = len(script.calls)
+        script.calls.append(messages)
+        return reply_with(GOOD if n % 3 != 1 else BROKEN)
+    script.calls = []
+    out = tmp_path / "infer"
+    with ScriptedServer(script) as srv:
+        res = runner.invoke(app, ["infer", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "--base-url",
+                                  srv.base_url, "--model", "m", "--device", "cpu", "--iterations", "4",
+                                  "--turns", "3", "--keep", "2", "--input-budget-mb", "0.25", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    hist = [json.loads(x) for x in (out / "history.jsonl").read_text().splitlines()]
+    assert len(hist) == 3 + 3  # first iteration of 3 turns, then 3 iterations of 1 turn
+    for k, rec in enumerate(hist):
+        prev = hist[:k]
+        expect = sorted(sorted(prev, key=lambda r: (r["reward"], r["index"]), reverse=True)[:2],
+                        key=lambda r: r["index"])
+        assert rec["context_turns"] == [r["index"] for r in expect], (k, rec["context_turns"])
+        # the request actually carried those turns' feedback
+        assert turn_of(script.calls[k]) == len(expect)
+    ok = [r for r in hist if (r["result"] or {}).get("verdict") == "ok"]
+    best = max(ok, key=lambda r: (r["reward"], r["index"]))
+    assert (out / "best.py").read_text() == best["code"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best_turn"] == best["index"]
+
+
+def test_eval_model_with_tiny_local_model(tmp_path):
+    from drk.engines import build_tiny_model
+
+    model_dir = tmp_path / "tiny"
+    build_tiny_model(model_dir)
+    out = tmp_path / "ev"
+    res = runner.invoke(app, ["eval", "--tasks", str(ROOT / "data/queries"), "--problems", "1", "--model",
+                              str(model_dir), "--samples", "2", "--turns", "2", "--max-tokens", "24", "--device", "cpu",
+                              "--input-budget-mb", "0.25", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert len(recs) == 4 and {r["turn"] for r in recs} == {0, 1}
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["per_turn"]) == {"turn_1", "best_of_1", "turn_2", "best_of_2"}
+    assert summary["per_turn"]["turn_1"]["n"] == 2
+    assert (out / "report.md").read_text().startswith("# drk eval --model")
+    assert (out / "speedup_per_turn.png").read_bytes()[:4] == b"\x89PNG"
