@@ -47,12 +47,13 @@ def user_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*a, **k):
+        from drk.config import ConfigError
         from drk.tasks import TaskError
         from drk.tasks.scaling import ScalingError
 
         try:
             return fn(*a, **k)
-        except (UserError, TaskError, ScalingError, FileNotFoundError) as e:
+        except (UserError, TaskError, ScalingError, ConfigError, FileNotFoundError) as e:
             fail(str(e))
         except KeyboardInterrupt:
             typer.secho("drk: interrupted; results written so far are kept", err=True)
@@ -390,6 +391,43 @@ def infer_cmd(
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
         raise typer.Exit(1)
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
+
+
+@app.command("sft")
+@user_errors
+def sft_cmd(
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/sft.yaml."),
+    model: Optional[str] = typer.Option(None, "--model", help="HF id or local path; 'tiny' builds the offline test model."),
+    data: Optional[str] = typer.Option(None, "--data", help="trajectories.jsonl from drk collect, or an HF dataset id."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory."),
+    filter: Optional[str] = typer.Option(None, "--filter", help="all | correct | upto_best."),
+    lr: Optional[float] = typer.Option(None, "--lr"),
+    epochs: Optional[float] = typer.Option(None, "--epochs"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Global batch (sequences per step)."),
+    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size"),
+    max_length: Optional[int] = typer.Option(None, "--max-length"),
+    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora"),
+    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing"),
+) -> None:
+    """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
+    turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
+
+    \b
+    Examples:
+      drk sft -c recipes/tiny/sft.yaml --out runs/tiny-sft          # CPU, offline, a few minutes
+      drk sft -c recipes/sft.yaml --model Qwen/Qwen3-8B-Base --data runs/collect/trajectories.jsonl
+    """
+    from drk.config import load_config
+    from drk.train.sft import SFTConfig, run_sft
+
+    cfg = load_config(SFTConfig, config, {"model": model, "data": data, "out": str(out) if out else None,
+                                          "filter": filter, "lr": lr, "epochs": epochs, "batch_size": batch_size,
+                                          "micro_batch_size": micro_batch_size, "max_length": max_length,
+                                          "lora": lora, "packing": packing})
+    summary = run_sft(cfg)
+    typer.echo(f"trained {summary['steps']} steps on {summary['examples']} conversations; loss "
+               f"{summary['losses'][0] if summary['losses'] else float('nan'):.3f} -> "
+               f"{summary['losses'][-1] if summary['losses'] else float('nan'):.3f}; checkpoint in {cfg.out}")
 
 
 def main() -> None:  # pragma: no cover

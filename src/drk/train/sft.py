@@ -1,0 +1,179 @@
+"""`drk sft`: cold-start supervised fine-tuning on multi-turn trajectories, with TRL's SFTTrainer.
+
+Data: `trajectories.jsonl` from `drk collect` (the `messages` column), or a Hugging Face dataset in the same
+layout. Loss on assistant tokens only (`assistant_only_loss`: a chat template with `{% generation %}`
+markers; TRL swaps one in for the templates it knows, and drk's ChatML template is used for ChatML tokenizers
+without markers). Optional LoRA (PEFT), packing, multi-GPU through `accelerate launch -m drk sft ...`.
+
+Filters: `all` episodes; `correct` = episodes with at least one correct turn; `upto_best` = correct episodes
+truncated after their best turn (the conversation ends with the best kernel).
+
+Outputs in OUT: the Hugging Face checkpoint (full model or LoRA adapter) with its tokenizer, and
+`sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from drk.config import ConfigError
+from drk.records import read_jsonl, write_json
+
+
+@dataclass
+class SFTConfig:
+    model: str = "tiny"              # HF id or local path; "tiny" builds the offline test model
+    data: str = "trajectories.jsonl" # drk collect output (JSONL) or an HF dataset id with a `messages` column
+    out: str = "runs/sft"
+    filter: str = "all"              # all | correct | upto_best
+    lr: float = 1e-6                 # paper: 1e-6 (the released script: 2e-5)
+    epochs: float = 4.0
+    batch_size: int = 256            # global batch (sequences per optimizer step); released script: 64
+    micro_batch_size: int = 1        # per device; gradient accumulation fills the global batch
+    max_length: int = 16384          # tokens per sequence (longer ones are truncated)
+    packing: bool = False
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_target: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                            "gate_proj", "up_proj", "down_proj"])
+    bf16: bool = True                # used when the device supports it
+    gradient_checkpointing: bool = False
+    warmup_ratio: float = 0.0       # a fraction of the steps (transformers 5: warmup_steps < 1)
+    lr_scheduler: str = "cosine"
+    weight_decay: float = 0.0
+    seed: int = 42
+    logging_steps: int = 1
+    save_steps: int = 0              # 0: save only at the end
+    report_to: str = "none"          # none | tensorboard | wandb
+
+
+def load_conversations(cfg: SFTConfig) -> list[dict]:
+    """Rows {"messages": [...]} after the filter; raises ConfigError when nothing is left."""
+    path = Path(cfg.data)
+    if path.exists():
+        rows = list(read_jsonl(path))
+        if not rows:
+            raise ConfigError(f"{path}: no trajectories (empty or not JSON Lines)")
+    else:
+        try:
+            import datasets
+
+            rows = list(datasets.load_dataset(cfg.data, split="train"))
+        except Exception as e:
+            raise ConfigError(f"training data not found: {cfg.data} ({type(e).__name__})") from None
+    out = []
+    for i, r in enumerate(rows):
+        msgs = r.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise ConfigError(f"{cfg.data}: row {i + 1} has no `messages` list")
+        best = r.get("best_round")
+        if cfg.filter in ("correct", "upto_best") and best is None:
+            continue
+        if cfg.filter == "upto_best":
+            msgs = truncate_after_turn(msgs, int(best))
+        elif cfg.filter != "all" and cfg.filter not in ("correct",):
+            raise ConfigError(f"unknown filter {cfg.filter!r}: use all, correct or upto_best")
+        out.append({"messages": [{"role": m["role"], "content": m["content"]} for m in msgs]})
+    if not out:
+        raise ConfigError(f"no trajectories left after filter {cfg.filter!r}")
+    return out
+
+
+def truncate_after_turn(messages: list[dict], turn: int) -> list[dict]:
+    """Keep the conversation up to and including the assistant reply of turn `turn` (0-based)."""
+    seen = -1
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant":
+            seen += 1
+            if seen == turn:
+                return messages[:i + 1]
+    return messages
+
+
+def load_model_and_tokenizer(name: str, out: Path, dtype=None):
+    """A model and tokenizer; "tiny" / "qwen3-0.6b" are built offline with random weights."""
+    if name in ("tiny", "qwen3-0.6b"):
+        from drk.engines.tiny import build_tiny_model
+
+        return build_tiny_model(out / "base-model", size=name)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype or "auto")
+    except OSError as e:
+        raise ConfigError(f"cannot load model {name}: {str(e).splitlines()[0]}") from None
+    return model, tok
+
+
+def ensure_training_template(tokenizer) -> None:
+    """Give ChatML tokenizers without generation markers drk's ChatML training template (TRL patches the
+    templates it knows itself)."""
+    tpl = tokenizer.chat_template or ""
+    if "generation" in tpl:
+        return
+    vocab = tokenizer.get_vocab()
+    if "<|im_start|>" in vocab and "<|im_end|>" in vocab and "im_start" in tpl:
+        from trl.chat_template_utils import get_training_chat_template
+
+        try:
+            if get_training_chat_template(tokenizer) is not None:
+                return  # TRL knows this template and will patch it
+        except Exception:
+            pass
+        from drk.engines.tiny import CHAT_TEMPLATE
+
+        tokenizer.chat_template = CHAT_TEMPLATE
+
+
+def build_trainer(cfg: SFTConfig):
+    """The TRL SFTTrainer for `cfg` (not yet trained)."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig as TRLConfig
+    from trl import SFTTrainer
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = load_conversations(cfg)
+    model, tok = load_model_and_tokenizer(cfg.model, out)
+    ensure_training_template(tok)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    accum = max(1, cfg.batch_size // max(1, cfg.micro_batch_size * world))
+    bf16 = cfg.bf16 and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    args = TRLConfig(
+        output_dir=str(out), learning_rate=cfg.lr, num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.micro_batch_size, gradient_accumulation_steps=accum,
+        max_length=cfg.max_length, packing=cfg.packing, assistant_only_loss=True, bf16=bf16,
+        gradient_checkpointing=cfg.gradient_checkpointing, warmup_steps=cfg.warmup_ratio,
+        lr_scheduler_type=cfg.lr_scheduler, weight_decay=cfg.weight_decay, seed=cfg.seed,
+        logging_steps=cfg.logging_steps, save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500, report_to=[] if cfg.report_to == "none" else [cfg.report_to],
+        dataset_num_proc=None, use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
+    )
+    peft_config = None
+    if cfg.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                                 target_modules=cfg.lora_target, task_type="CAUSAL_LM")
+    return SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
+                      peft_config=peft_config)
+
+
+def run_sft(cfg: SFTConfig) -> dict:
+    out = Path(cfg.out)
+    trainer = build_trainer(cfg)
+    write_json(out / "sft_config.json", asdict(cfg))
+    result = trainer.train()
+    trainer.save_model(str(out))
+    trainer.processing_class.save_pretrained(str(out))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    summary = {"train_loss": result.training_loss, "losses": losses, "steps": trainer.state.global_step,
+               "examples": len(trainer.train_dataset)}
+    (out / "sft_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
