@@ -430,6 +430,56 @@ def sft_cmd(
                f"{summary['losses'][-1] if summary['losses'] else float('nan'):.3f}; checkpoint in {cfg.out}")
 
 
+@app.command("rl")
+@user_errors
+def rl_cmd(
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/rl.yaml."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this directory from its latest checkpoint."),
+    model: Optional[str] = typer.Option(None, "--model", help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b."),
+    queries: Optional[str] = typer.Option(None, "--queries", help="Query set (default data/queries)."),
+    steps: Optional[int] = typer.Option(None, "--steps"),
+    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step"),
+    rollouts: Optional[int] = typer.Option(None, "--rollouts"),
+    turns: Optional[int] = typer.Option(None, "--turns"),
+    lr: Optional[float] = typer.Option(None, "--lr"),
+    eval_device: Optional[str] = typer.Option(None, "--eval-device", help="Where kernels are evaluated: cpu, cuda, cuda:N."),
+    env: Optional[str] = typer.Option(None, "--env", help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    stop_after: Optional[int] = typer.Option(None, "--stop-after", help="Stop after this step (for smoke runs)."),
+) -> None:
+    """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
+    and profiling-based rejection sampling (PRS); resumable from any checkpoint.
+
+    \b
+    Examples:
+      drk rl -c recipes/tiny/rl.yaml --out runs/tiny-rl                  # CPU, offline, a few minutes
+      drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl            # the paper's recipe
+      drk rl --resume runs/rl                                             # continue a killed run
+      accelerate launch -m drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl
+    """
+    from drk.config import load_config
+    from drk.train.rl import RLConfig, train
+
+    overrides = {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
+                 "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
+                 "eval_device": eval_device, "env": env}
+    if resume is not None:
+        saved = resume / "rl_config.json"
+        if not saved.exists():
+            raise UserError(f"nothing to resume: {saved} not found")
+        import json as _json
+
+        from drk.config import build, merge
+
+        cfg = build(RLConfig, merge(_json.loads(saved.read_text()), overrides))
+    else:
+        cfg = load_config(RLConfig, config, overrides)
+    m = train(cfg, resume=resume is not None, stop_after=stop_after)
+    if m:
+        typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
+                   f"loss {m['loss']:.4f}; run in {cfg.out}")
+
+
 def main() -> None:  # pragma: no cover
     app()
 

@@ -1,0 +1,551 @@
+"""`drk rl`: multi-turn RL for kernel generation, the Dr. Kernel recipe as one readable loop.
+
+Per step: B prompts x N rollouts x up to T turns are sampled from the current policy (the local engine
+wraps the training model itself, so no weight sync is needed; vLLM is optional), every turn's kernel is
+evaluated (one batch per turn through the evaluator pool), then
+
+    rewards r[p,n,t] (verdict ok → w_c + w_s·min(speedup, 3) + w_p·coverage; else 0)
+    → returns G = Σ_k γ^(k−t) r_k → TRLOO advantages (leave-one-out over the N rollouts, per turn index)
+    → MRS mask (trainer vs rollout log-probs) × PRS mask (coverage) → clipped policy loss (0.2/0.28,
+    dual clip 3, token-sum per turn averaged over kept turns) → AdamW step, grad clip 1.0 → log → checkpoint.
+
+Where this departs from the textbook (and why):
+- TRLOO instead of GRPO: GRPO's self-inclusive mean biases the advantage by (N−1)/N; no std scaling.
+- Each turn is a separate training row conditioned on exactly the ids it was sampled with; prompt and
+  feedback tokens are masked. An episode whose next context would exceed `max_context_tokens` stops
+  (it is never truncated on one side only).
+- `logp_old` is the trainer's own forward before the update; MRS compares it with the engine's
+  log-probs, so rollouts whose sampling numerics drifted from training are rejected, not reweighted.
+- One optimizer step per rollout batch by default (`updates_per_step` > 1 gives PPO-style mini-batches).
+
+Everything the run needs to continue is checkpointed every `checkpoint_every` steps (weights or adapter,
+optimizer, scheduler, RNG states through accelerate, step and data position); `drk rl --resume DIR`
+continues exactly. Logs: OUT/metrics.jsonl per step, OUT/rollouts/step_XXXXX.jsonl, TensorBoard when
+installed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from drk.config import ConfigError
+from drk.records import JsonlWriter, write_json
+from drk.train import algos
+from drk.train.algos import AlgoConfig
+from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
+
+
+@dataclass
+class RLConfig:
+    model: str = "tiny"              # HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b built offline
+    out: str = "runs/rl"
+    queries: str = "data/queries"    # query set (folder, JSONL/parquet, HF id); see drk.tasks.queries
+    problems: str | None = None      # subset of the query set: 1-10,15
+    env: str = "gym"                 # gym (the evaluator) | toy (reward for emitting a code block; tests)
+    steps: int = 300
+    prompts_per_step: int = 16       # B
+    rollouts: int = 16               # N per prompt
+    turns: int = 3                   # T
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    grad_clip: float = 1.0
+    updates_per_step: int = 1        # optimizer steps per rollout batch (mini-batches)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 8192
+    max_context_tokens: int = 32768
+    micro_batch_tokens: int = 16384  # padded tokens per training micro-batch
+    lora: bool = False
+    lora_r: int = 64
+    lora_alpha: int = 128
+    lora_target: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                            "gate_proj", "up_proj", "down_proj"])
+    dtype: str = "auto"              # auto (bf16 on GPU, fp32 on CPU) | bfloat16 | float32
+    gradient_checkpointing: bool = False
+    engine: str = "hf"               # hf (the training model itself) | vllm (weights synced every step)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    eval_device: str = "auto"        # where kernels are evaluated: cpu | cuda | cuda:N
+    eval_workers: int | None = None
+    eval_timeout_s: float = 300.0
+    eval_input_budget_mb: float | None = None
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 2
+    seed: int = 0
+    log_rollouts: bool = True
+
+
+# ---------------------------------------------------------------------------------------------- data
+class QuerySampler:
+    """Seeded epochs over the query set; its position is part of the checkpoint."""
+
+    def __init__(self, n: int, seed: int, epoch: int = 0, index: int = 0) -> None:
+        self.n, self.seed, self.epoch, self.index = n, seed, epoch, index
+
+    def _order(self) -> list[int]:
+        rng = random.Random(self.seed * 7919 + self.epoch)
+        order = list(range(self.n))
+        rng.shuffle(order)
+        return order
+
+    def take(self, k: int) -> list[int]:
+        out = []
+        while len(out) < k:
+            order = self._order()
+            take = order[self.index:self.index + (k - len(out))]
+            out += take
+            self.index += len(take)
+            if self.index >= self.n:
+                self.epoch, self.index = self.epoch + 1, 0
+        return out
+
+    def state(self) -> dict:
+        return {"epoch": self.epoch, "index": self.index}
+
+
+# ---------------------------------------------------------------------------------------------- setup
+def build_policy(cfg: RLConfig, device: str):
+    from drk.train.sft import load_model_and_tokenizer
+
+    dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(cfg.dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if cfg.model in ("tiny", "qwen3-0.6b"):
+        from drk.engines.tiny import build_tiny_model
+
+        model, tok = build_tiny_model(None, size=cfg.model, seed=cfg.seed, dtype=dtype)
+    else:
+        model, tok = load_model_and_tokenizer(cfg.model, Path(cfg.out), dtype=dtype)
+    model = model.to(device=device, dtype=dtype)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    if cfg.lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                                 target_modules=cfg.lora_target, task_type="CAUSAL_LM"))
+    return model, tok
+
+
+def load_tasks(cfg: RLConfig):
+    from drk.tasks.queries import load_queries, looks_like_benchmark
+
+    tasks = load_queries(cfg.queries, cfg.problems)
+    if looks_like_benchmark(tasks, cfg.queries):
+        import sys
+
+        print("drk: warning: RL queries come from KernelBench, the evaluation benchmark (contamination)",
+              file=sys.stderr)
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------------- rollouts
+def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
+    """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
+    from drk.agent.episode import EpisodeConfig, new_episode, step as turn_step
+    from drk.engines.base import SamplingParams
+    from drk.gym import EvalOptions
+    from drk.gym.reward import RewardWeights
+
+    a = cfg.algo
+    ecfg = EpisodeConfig(turns=cfg.turns, history="all",
+                         reward=RewardWeights(a.w_c, a.w_s, a.w_p if a.use_pr else 0.0, a.speedup_cap),
+                         eval_options=EvalOptions(device=cfg.eval_device, timeout_s=cfg.eval_timeout_s,
+                                                  input_budget_mb=cfg.eval_input_budget_mb))
+    groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
+    if cfg.env == "toy":
+        for g in groups:
+            for ep in g:
+                ep.first_messages = [{"role": "user", "content": f"Write a python code block for {ep.task.name}."}]
+    flat = [ep for g in groups for ep in g]
+    for t in range(cfg.turns):
+        active = [ep for ep in flat if not ep.stopped]
+        active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
+        if not active:
+            break
+        ecfg.sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                                       seed=cfg.seed * 1_000_003 + step * 1009 + t)
+        new = turn_step(active, engine, gym, ecfg)
+        if cfg.env == "toy":
+            for turn in new:
+                turn.reward = ToyEnv.reward(turn.completion)
+    return groups
+
+
+def _context_fits(ep, tokenizer, cfg: RLConfig) -> bool:
+    if not ep.turns:
+        return True
+    last = ep.turns[-1]
+    approx = len(last.prompt_token_ids or []) + len(last.token_ids or []) + len(tokenizer.encode(last.feedback))
+    if approx + cfg.max_new_tokens > cfg.max_context_tokens:
+        ep.stopped = "context_limit"
+        return False
+    return True
+
+
+class ToyEnv:
+    """A learnable stand-in for the evaluator (tests, demos of the learning loop): the reward is about
+    emitting a code block — 1 for a reply that contains a code fence (```), otherwise 0.1 per backtick
+    (up to 0.9), dense enough for a randomly initialised policy to climb."""
+
+    @staticmethod
+    def reward(text: str) -> float:
+        return 1.0 if "```" in text else min(0.9, 0.1 * text.count("`"))
+
+    def evaluate_batch(self, reqs, on_result=None):
+        from drk.gym.types import EvalResult
+
+        return [EvalResult(task=r.task.id, verdict="ok", compiled=True, correct=True, coverage=1.0) for r in reqs]
+
+
+class TimedEngine:
+    """Wraps an engine to count the seconds spent generating (the rest of a rollout is evaluation)."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.seconds = engine, 0.0
+        self.name = getattr(engine, "name", "engine")
+
+    def generate(self, conversations, params):
+        t0 = time.perf_counter()
+        try:
+            return self.engine.generate(conversations, params)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def usage(self) -> dict:
+        return self.engine.usage()
+
+    def take_seconds(self) -> float:
+        s, self.seconds = self.seconds, 0.0
+        return s
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+
+# ---------------------------------------------------------------------------------------------- the step
+def rewards_and_advantages(groups, cfg: RLConfig):
+    """(rewards, valid, correct, coverage, advantages) as (P, N, T) tensors from the episodes."""
+    P, N, T = len(groups), cfg.rollouts, cfg.turns
+    r = torch.zeros(P, N, T, dtype=torch.float64)
+    valid = torch.zeros(P, N, T, dtype=torch.bool)
+    correct = torch.zeros(P, N, T, dtype=torch.bool)
+    cov = torch.full((P, N, T), float("nan"), dtype=torch.float64)
+    for p, g in enumerate(groups):
+        for n, ep in enumerate(g):
+            for t, turn in enumerate(ep.turns[:T]):
+                if turn.token_ids is None or turn.engine_error:
+                    continue
+                valid[p, n, t] = True
+                r[p, n, t] = turn.reward
+                correct[p, n, t] = turn.ok
+                if turn.result and turn.result.get("coverage") is not None:
+                    cov[p, n, t] = float(turn.result["coverage"])
+    returns = algos.returns_to_go(r, valid, cfg.algo.gamma)
+    if cfg.algo.advantage == "grpo":
+        adv = algos.grpo_advantages(returns, valid, scale_by_std=cfg.algo.grpo_scale_by_std)
+    else:
+        adv = algos.trloo_advantages(returns, valid)
+    return r, valid, correct, cov, adv
+
+
+def turn_rows(groups, adv, valid, cfg: RLConfig) -> list[TurnRow]:
+    rows = []
+    for p, g in enumerate(groups):
+        for n, ep in enumerate(g):
+            for t, turn in enumerate(ep.turns[:cfg.turns]):
+                if not valid[p, n, t] or not turn.token_ids:
+                    continue
+                rows.append(TurnRow(list(turn.prompt_token_ids), list(turn.token_ids), list(turn.logprobs or []),
+                                    float(adv[p, n, t]), p * cfg.rollouts + n, (p, n, t)))
+    return rows
+
+
+@torch.no_grad()
+def old_logprobs(model, rows, cfg, pad_id, vocab_limit) -> list[torch.Tensor]:
+    """Per row, the trainer's log-probs of its completion before the update (CPU, right-aligned)."""
+    out: list[torch.Tensor | None] = [None] * len(rows)
+    lengths = [r.length for r in rows]
+    for mb in micro_batches(list(range(len(rows))), lengths, cfg.micro_batch_tokens):
+        logp, _, _ = completion_logprobs(model, [rows[i] for i in mb], pad_id=pad_id, temperature=cfg.temperature,
+                                         vocab_limit=vocab_limit)
+        for j, i in enumerate(mb):
+            n = len(rows[i].completion_ids)
+            out[i] = logp[j, logp.shape[1] - n:].float().cpu()
+    return out  # type: ignore[return-value]
+
+
+def rejection_masks(rows, logp_old, correct, cov, valid, cfg: RLConfig, step: int) -> tuple[torch.Tensor, dict]:
+    """Per row keep mask (MRS x PRS) and what each filter kept."""
+    R = len(rows)
+    stats = {"mrs_kept": 1.0, "prs_kept": 1.0}
+    keep = torch.ones(R, dtype=torch.bool)
+    if R == 0:
+        return keep, stats
+    if cfg.algo.use_mrs:
+        lc = max(len(r.completion_ids) for r in rows)
+        lt = right_aligned([lp.tolist() for lp in logp_old], lc, torch.float32, "cpu")
+        lr = rollout_logprob_tensor(rows, lc, "cpu")
+        mask = right_aligned([[1] * len(r.completion_ids) for r in rows], lc, torch.bool, "cpu")
+        traj = torch.tensor([r.traj for r in rows])
+        res = algos.mrs_mask(lt, lr, mask, traj, num_traj=int(traj.max()) + 1, **cfg.algo.mrs_kwargs())
+        keep &= res.keep.cpu()
+        stats["mrs_kept"] = float(res.keep.float().mean())
+        stats["mrs_rho_mean"] = float(res.rho_bar[~torch.isnan(res.rho_bar)].mean()) if res.rho_bar.numel() else 1.0
+    if cfg.algo.use_prs:
+        g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
+        prs = algos.prs_mask(correct, cov, valid, generator=g, **cfg.algo.prs_kwargs())
+        pk = torch.tensor([bool(prs[r.pnt]) for r in rows])
+        keep &= pk
+        stats["prs_kept"] = float(pk.float().mean())
+    return keep, stats
+
+
+def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg: RLConfig, pad_id,
+                  vocab_limit) -> dict:
+    """`updates_per_step` optimizer steps over the kept rows; the loss is normalised per mini-batch by its
+    number of kept turns (token-sum per turn, averaged over kept turns)."""
+    idx = [i for i in range(len(rows)) if keep[i] and rows[i].completion_ids]
+    stats: dict = {"loss": 0.0, "clipfrac_low": 0.0, "clipfrac_high": 0.0, "dual_clip_frac": 0.0,
+                   "approx_kl": 0.0, "grad_norm": 0.0, "entropy": None, "train_tokens": 0}
+    if not idx:
+        return stats
+    random.Random(cfg.seed + len(idx)).shuffle(idx)
+    chunks = [idx[k::cfg.updates_per_step] for k in range(cfg.updates_per_step)]
+    lengths = [r.length for r in rows]
+    agg = cfg.algo.aggregation
+    n_stat = 0
+    for chunk in chunks:
+        if not chunk:
+            continue
+        denom = len(chunk) if agg == "turn-sum" else sum(len(rows[i].completion_ids) for i in chunk)
+        for mb in micro_batches(chunk, lengths, cfg.micro_batch_tokens):
+            sub = [rows[i] for i in mb]
+            logp, mask, ent = completion_logprobs(model, sub, pad_id=pad_id, temperature=cfg.temperature,
+                                                  vocab_limit=vocab_limit, with_entropy=stats["entropy"] is None)
+            if ent is not None:
+                stats["entropy"] = ent
+            lc = logp.shape[1]
+            old = right_aligned([logp_old[i].tolist() for i in mb], lc, torch.float32, logp.device)
+            adv = torch.tensor([r.advantage for r in sub], dtype=torch.float32, device=logp.device)
+            loss, s = algos.policy_loss(logp.float(), old, adv, mask, None, **cfg.algo.loss_kwargs())
+            weight = (len(mb) if agg == "turn-sum" else int(mask.sum())) / denom
+            accelerator.backward(loss * weight)
+            stats["loss"] += float(loss.detach()) * weight
+            for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
+                stats[k] += float(s.get(k, 0.0)) * len(mb)
+            n_stat += len(mb)
+            stats["train_tokens"] += sum(r.length for r in sub)
+        gn = accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        stats["grad_norm"] = float(gn)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+    for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
+        stats[k] /= max(1, n_stat)
+    stats["loss"] /= max(1, len([c for c in chunks if c]))
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- logging
+def step_metrics(groups, r, valid, correct, cov, adv, mask_stats, train_stats, times, gen_tokens) -> dict:
+    v = valid
+    rv = r[v]
+    speedups = [t.speedup for g in groups for ep in g for t in ep.turns if t.ok and t.speedup]
+    fast1 = sum(1 for g in groups for ep in g for t in ep.turns if t.ok and (t.speedup or 0) > 1.0)
+    n_turns = int(v.sum())
+    m = {"reward_mean": float(rv.mean()) if n_turns else 0.0, "reward_max": float(rv.max()) if n_turns else 0.0,
+         "correct": float(correct[v].float().mean()) if n_turns else 0.0,
+         "fast_1": fast1 / max(1, n_turns), "speedup_mean": sum(speedups) / len(speedups) if speedups else None,
+         "coverage_mean": float(torch.nanmean(cov[v & correct])) if bool((v & correct).any()) else None,
+         "adv_mean": float(adv[v].mean()) if n_turns else 0.0, "adv_std": float(adv[v].std()) if n_turns > 1 else 0.0,
+         "adv_abs_max": float(adv[v].abs().max()) if n_turns else 0.0, "turns": n_turns,
+         "gen_tokens": gen_tokens, "gen_tokens_per_s": gen_tokens / max(1e-9, times["generate"]),
+         "train_tokens_per_s": train_stats["train_tokens"] / max(1e-9, times["train"]),
+         "seconds": dict(times)}
+    m.update(mask_stats)
+    m.update({k: v for k, v in train_stats.items()})
+    return m
+
+
+def rollout_records(groups, step: int):
+    for p, g in enumerate(groups):
+        for n, ep in enumerate(g):
+            for t in ep.turns:
+                yield {"step": step, "prompt": p, "rollout": n, "task": ep.task.id, "turn": t.index,
+                       "reward": t.reward, "verdict": (t.result or {}).get("verdict"),
+                       "speedup": (t.result or {}).get("speedup"), "coverage": (t.result or {}).get("coverage"),
+                       "completion": t.completion, "feedback": t.feedback, "tokens": len(t.token_ids or []),
+                       "error": ((t.result or {}).get("error") or t.extraction_error or t.engine_error)[:500]}
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+def save_checkpoint(out: Path, step: int, accelerator, model, tokenizer, sampler: QuerySampler, cfg: RLConfig) -> None:
+    ck = out / "checkpoints"
+    tmp = ck / f".tmp-step_{step:05d}"
+    final = ck / f"step_{step:05d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    accelerator.save_state(str(tmp / "state"))
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(model).save_pretrained(tmp / "model")
+        tokenizer.save_pretrained(tmp / "model")
+        write_json(tmp / "trainer_state.json", {"step": step, "sampler": sampler.state()})
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        (ck / "latest.tmp").write_text(final.name)
+        (ck / "latest.tmp").replace(ck / "latest")
+        kept = sorted(p for p in ck.glob("step_*") if p.is_dir())
+        for old in kept[:-max(1, cfg.keep_checkpoints)]:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+
+
+def _forget_after(out: Path, step: int) -> None:
+    """On resume: drop logs of steps after the checkpoint (they are recomputed identically)."""
+    from drk.records import read_jsonl
+
+    metrics = out / "metrics.jsonl"
+    if metrics.exists():
+        keep = [r for r in read_jsonl(metrics) if int(r.get("step", 0)) <= step]
+        tmp = metrics.with_suffix(".tmp")
+        with JsonlWriter(tmp) as w:
+            for r in keep:
+                w.write(r)
+        tmp.replace(metrics)
+    for f in (out / "rollouts").glob("step_*.jsonl"):
+        if int(f.stem.split("_")[1]) > step:
+            f.unlink()
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    f = out / "checkpoints" / "latest"
+    if not f.exists():
+        return None
+    p = out / "checkpoints" / f.read_text().strip()
+    return p if p.is_dir() else None
+
+
+# ---------------------------------------------------------------------------------------------- the loop
+def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None) -> dict:
+    """Run (or resume) RL training; returns the last step's metrics."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import get_constant_schedule_with_warmup
+
+    out = Path(cfg.out)
+    if cfg.env not in ("gym", "toy"):
+        raise ConfigError(f"env must be gym or toy, got {cfg.env!r}")
+    cuda = torch.cuda.is_available()
+    accelerator = Accelerator(cpu=not cuda)
+    set_seed(cfg.seed)
+    model, tok = build_policy(cfg, str(accelerator.device))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
+                                  weight_decay=cfg.weight_decay)
+    scheduler = get_constant_schedule_with_warmup(optimizer, cfg.warmup_steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    tasks = load_tasks(cfg)
+    world, rank = accelerator.num_processes, accelerator.process_index
+    sampler = QuerySampler(len(tasks), cfg.seed)
+    start = 0
+    ck = latest_checkpoint(out) if resume else None
+    if resume and ck is None:
+        raise ConfigError(f"nothing to resume in {out} (no checkpoints/latest)")
+    if ck is not None:
+        accelerator.load_state(str(ck / "state"))
+        st = json.loads((ck / "trainer_state.json").read_text())
+        start = st["step"]
+        sampler = QuerySampler(len(tasks), cfg.seed, st["sampler"]["epoch"], st["sampler"]["index"])
+        if accelerator.is_main_process:
+            _forget_after(out, start)
+    if accelerator.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "rl_config.json", asdict(cfg))
+    engine, gym = _engine_and_gym(cfg, accelerator, model, tok)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    vocab_limit = len(tok) if accelerator.unwrap_model(model).config.vocab_size > len(tok) else None
+    tb = _tensorboard(out) if accelerator.is_main_process else None
+    metrics: dict = {}
+    try:
+        with JsonlWriter(out / "metrics.jsonl") as mlog:
+            for step in range(start + 1, cfg.steps + 1):
+                t0 = time.perf_counter()
+                idx = sampler.take(cfg.prompts_per_step)
+                mine = [tasks[i] for k, i in enumerate(idx) if k % world == rank]
+                groups = rollout(cfg, mine, engine, gym, step, tok)
+                times = {"rollout": time.perf_counter() - t0}
+                gen_tokens = sum(len(t.token_ids or []) for g in groups for ep in g for t in ep.turns)
+                times["generate"] = engine.take_seconds()
+                times["evaluate"] = times["rollout"] - times["generate"]
+                t1 = time.perf_counter()
+                r, valid, correct, cov, adv = rewards_and_advantages(groups, cfg)
+                rows = turn_rows(groups, adv, valid, cfg)
+                model.eval()  # no dropout: the same function as the one that sampled
+                logp_old = old_logprobs(model, rows, cfg, pad_id, vocab_limit)
+                keep, mstats = rejection_masks(rows, logp_old, correct, cov, valid, cfg, step)
+                times["score"] = time.perf_counter() - t1
+                t2 = time.perf_counter()
+                model.train()
+                tstats = train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg, pad_id,
+                                       vocab_limit)
+                times["train"] = time.perf_counter() - t2
+                if cfg.engine == "vllm":
+                    engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
+                metrics = {"step": step, **step_metrics(groups, r, valid, correct, cov, adv, mstats, tstats, times,
+                                                        gen_tokens), "lr": scheduler.get_last_lr()[0]}
+                if accelerator.is_main_process:
+                    mlog.write(metrics)
+                    if cfg.log_rollouts:
+                        with JsonlWriter(out / "rollouts" / f"step_{step:05d}.jsonl") as rw:
+                            for rec in rollout_records(groups, step):
+                                rw.write(rec)
+                    if tb is not None:
+                        for k, v in metrics.items():
+                            if isinstance(v, (int, float)) and v is not None and math.isfinite(v):
+                                tb.add_scalar(k, v, step)
+                if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                    save_checkpoint(out, step, accelerator, model, tok, sampler, cfg)
+                if stop_after is not None and step >= stop_after:
+                    break
+    finally:
+        if hasattr(gym, "close"):
+            gym.close()
+        if tb is not None:
+            tb.close()
+    if accelerator.is_main_process and metrics.get("step") == cfg.steps:
+        accelerator.unwrap_model(model).save_pretrained(out / "final")
+        tok.save_pretrained(out / "final")
+    return metrics
+
+
+def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
+    if cfg.engine == "vllm":
+        from drk.engines.base import EngineSpec
+        from drk.engines.vllm_engine import VLLMEngine
+
+        engine = VLLMEngine.from_spec(EngineSpec(model=cfg.model, kind="vllm"))
+    else:
+        from drk.engines.local import HFEngine
+
+        engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}")
+    engine = TimedEngine(engine)
+    if cfg.env == "toy":
+        return engine, ToyEnv()
+    from drk.gym import LocalPool
+
+    return engine, LocalPool(device=cfg.eval_device, workers=cfg.eval_workers)
+
+
+def _tensorboard(out: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except Exception:  # tensorboard not installed: metrics.jsonl has everything
+        return None
+    return SummaryWriter(str(out / "tensorboard"))
