@@ -129,11 +129,48 @@ def part_corpus(kb: Path, out: Path) -> dict:
     return {"rows": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows)}
 
 
+THROUGHPUT = [("level1", "1_Square_matrix_multiplication_"), ("level1", "88_MinGPTNewGelu"),
+              ("level2", "12_Gemm_Multiply_LeakyReLU"), ("level2", "29_Matmul_Mish_Mish"),
+              ("level2", "76_Gemm_Add_ReLU"), ("level2", "86_Matmul_Divide_GELU")]
+
+
+def part_throughput(kb: Path, out: Path) -> dict:
+    """Evaluations per minute with 1 and 4 workers sharing one GPU, and what sharing does to timing noise
+    (the same kernel timed repeatedly under each setting). Tasks with moderate memory so 4 fit at once."""
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+    from drk.tasks import task_from_file
+
+    opts = EvalOptions(device=DEVICE, compile_baseline=False)
+    reqs = []
+    for rep in range(2):
+        for level, stem in THROUGHPUT[:N_DRY or None]:
+            t = task_from_file(kb / level / f"{stem}.py", id_prefix=level, level=int(level[-1]))
+            src = (ROOT / "data" / "solutions" / level / f"{stem}.py").read_text() + f"\n# copy {rep}\n"
+            reqs.append(EvalRequest(t, src, opts, solution=f"{stem}#{rep}"))
+    noise_task = task_from_file(kb / "level2" / "12_Gemm_Multiply_LeakyReLU.py", id_prefix="level2", level=2)
+    noise_src = (ROOT / "data" / "solutions" / "level2" / "12_Gemm_Multiply_LeakyReLU.py").read_text()
+    result = {}
+    for workers in (1, 4):
+        with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache")) as pool:
+            pool.evaluate_batch(reqs[:workers])  # start every slot outside the measurement
+            t0 = time.time()
+            res = pool.evaluate_batch(reqs)
+            wall = time.time() - t0
+            noise = pool.evaluate_batch([EvalRequest(noise_task, noise_src + f"\n# n{i}\n", opts)
+                                         for i in range(8)])
+        ms = [r.runtime_ms for r in noise if r.runtime_ms]
+        result[f"workers_{workers}"] = {
+            "evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
+            "verdicts": [r.verdict for r in res],
+            "noise_runtime_ms": ms, "noise_cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernelbench", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--parts", default="fidelity,corpus,overhead")
+    ap.add_argument("--parts", default="fidelity,corpus,overhead,throughput")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     for part in a.parts.split(","):

@@ -83,6 +83,30 @@ def eval_options(device: str, trials: int, tolerance: float, timeout: float, tim
                        compile_baseline=compile_baseline, fp64_check=fp64)
 
 
+GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serve), ray or ray://HOST:PORT."
+CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
+
+
+class open_gym:
+    """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end."""
+
+    def __init__(self, spec: str, device: str, workers: Optional[int], cache: Optional[Path] = None) -> None:
+        self.args = (spec, device, workers, str(cache) if cache else None)
+
+    def __enter__(self):
+        from drk.gym.backends import GymUnavailable, make_gym
+
+        spec, device, workers, cache = self.args
+        try:
+            self.gym = make_gym(spec, device=device, workers=workers, cache_path=cache)
+        except GymUnavailable as e:
+            raise UserError(str(e)) from None
+        return self.gym
+
+    def __exit__(self, *exc) -> None:
+        self.gym.close()
+
+
 def render_summary(summary: dict, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -136,6 +160,8 @@ def eval_cmd(
     top_p: float = typer.Option(1.0, "--top-p"),
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Max new tokens per reply."),
     concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to an endpoint."),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
 ) -> None:
     """Evaluate candidate kernels: one pair, a folder of solutions, or kernels a model writes.
 
@@ -147,19 +173,18 @@ def eval_cmd(
       drk eval --level 1 --problems 1-10 --model Qwen/Qwen3-8B --samples 4 --turns 3 --out runs/q3
       drk eval --level 1 --base-url http://localhost:8000/v1 --model drkernel-8b --samples 8 --out runs/v
     """
-    from drk.gym import LocalPool
     from drk.metrics import summarize_by_group
 
     opts = eval_options(device, trials, tolerance, timeout, timing_trials, input_budget_mb, compile_baseline, fp64)
     if task_file is not None:
         if solution is None:
             raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
-        return _eval_pair(task_file, solution, opts, workers, as_json, out)
+        return _eval_pair(task_file, solution, opts, workers, as_json, out, gym, eval_cache)
     if solutions is None and model is not None:
         tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
         engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
         cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
-        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model)
+        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache)
     if solutions is None:
         raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
     from drk.solutions import evaluate_candidates, find_candidates, write_summary
@@ -169,7 +194,7 @@ def eval_cmd(
     if not cands:
         raise UserError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) "
                         "(file names must start with the problem id, e.g. 19_ReLU.py)")
-    results = _run_with_progress(cands, opts, workers, out)
+    results = _run_with_progress(cands, opts, workers, out, gym, eval_cache)
     summary = summarize_by_group(results)
     if out is not None:
         write_summary(out, {"summary": summary, "protocol": results[0].get("protocol") if results else {},
@@ -180,13 +205,12 @@ def eval_cmd(
     render_summary(summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
 
 
-def _run_with_progress(cands, opts, workers, out) -> list[dict]:
+def _run_with_progress(cands, opts, workers, out, gym="local", cache=None) -> list[dict]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from drk.gym import LocalPool
     from drk.solutions import evaluate_candidates
 
-    with LocalPool(device=opts.device, workers=workers) as pool, Progress(
+    with open_gym(gym, opts.device, workers, cache) as pool, Progress(
             TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.description}"), transient=False, console=_stderr_console()) as prog:
         bar = prog.add_task("", total=len(cands))
@@ -204,9 +228,10 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path]) -> None:
+def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path], gym="local",
+               cache=None) -> None:
     from drk.agent.feedback import feedback_text
-    from drk.gym import EvalRequest, LocalPool
+    from drk.gym import EvalRequest
     from drk.records import JsonlWriter
     from drk.tasks import task_from_file
 
@@ -215,7 +240,7 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
         source = solution.read_text()
     except OSError as e:
         raise UserError(f"cannot read solution {solution}: {e}") from None
-    with LocalPool(device=opts.device, workers=1) as pool:
+    with open_gym(gym, opts.device, 1, cache) as pool:
         opts.device = pool.device
         res = pool.evaluate(EvalRequest(task, source, opts, solution=str(solution))).to_dict()
     if out is not None:
@@ -254,12 +279,11 @@ def episode_config(turns: int, history: str, keep: int, temperature: float, top_
                          sampling=SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens))
 
 
-def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name) -> None:
-    from drk.gym import LocalPool
+def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None) -> None:
     from drk.model_eval import evaluate_model
 
     out = out or Path("runs") / "eval-model"
-    with LocalPool(device=opts.device, workers=workers) as pool:
+    with open_gym(gym, opts.device, workers, cache) as pool:
         opts.device = pool.device
         summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name)
     render_summary(summary["per_turn"], f"drk eval --model {model_name}: {len(tasks)} tasks x {samples} samples")
@@ -291,6 +315,8 @@ def collect_cmd(
     workers: Optional[int] = typer.Option(None, "--workers"),
     timeout: float = typer.Option(300.0, "--timeout"),
     input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
 ) -> None:
     """Collect multi-turn trajectories from a teacher; each turn's kernel is evaluated and the feedback goes
     into the next turn.
@@ -302,13 +328,12 @@ def collect_cmd(
     The API key is read from $OPENAI_API_KEY (or --api-key-env NAME) and never written anywhere.
     """
     from drk.collect import collect
-    from drk.gym import LocalPool
 
     tasks = _training_tasks(queries, level, problems, kernelbench)
     engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
     opts = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
     cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
-    with LocalPool(device=device, workers=workers) as pool:
+    with open_gym(gym, device, workers, eval_cache) as pool:
         opts.device = pool.device
         stats = collect(tasks, engine, pool, cfg, out, samples=samples, teacher=model or "", wave=wave,
                         on_episode=lambda ep: typer.echo(
@@ -348,6 +373,7 @@ def infer_cmd(
     max_tokens: int = typer.Option(4096, "--max-tokens"),
     timeout: float = typer.Option(300.0, "--timeout"),
     input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
 ) -> None:
     """Sequential test-time scaling on one task: keep every turn, rebuild each context from the first
     prompt plus the best past turns, and keep the best correct kernel.
@@ -361,7 +387,6 @@ def infer_cmd(
     from rich.table import Table
 
     from drk.agent.stts import STTSConfig
-    from drk.gym import LocalPool
     from drk.infer import run_infer
     from drk.tasks import task_from_file
 
@@ -382,7 +407,7 @@ def infer_cmd(
                       "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
         typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
 
-    with LocalPool(device=device, workers=1) as pool:
+    with open_gym(gym, device, 1) as pool:
         opts.device = pool.device
         ep, summary = run_infer(task, engine, pool, cfg, STTSConfig(iterations, turns, 1, keep, select), out,
                                 on_turn=row)
@@ -478,6 +503,45 @@ def rl_cmd(
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")
+
+
+gym_app = typer.Typer(no_args_is_help=True, help="The evaluator as a service.")
+app.add_typer(gym_app, name="gym")
+
+
+@gym_app.command("serve")
+@user_errors
+def gym_serve(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(10907, "--port"),
+    backend: str = typer.Option("local", "--backend", help="local (warm workers here) or ray / ray://HOST:PORT."),
+    device: str = typer.Option("auto", "--device", help="cuda or cpu (Triton interpreter, scaled shapes)."),
+    workers: Optional[int] = typer.Option(None, "--workers"),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    timeout: float = typer.Option(300.0, "--timeout", help="Default seconds per evaluation."),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+) -> None:
+    """Serve the evaluator over HTTP (FastAPI + uvicorn; pip install 'drk\\[serve]').
+
+    Endpoints: POST /v1/submit, GET /v1/status/ID, GET /v1/result/ID, POST /v1/batch, GET /health,
+    GET /metrics, and KernelGYM's POST /evaluate, GET /status/ID, GET /results/ID.
+
+    \b
+    Examples:
+      drk gym serve --port 10907 --device cuda
+      drk gym serve --device cpu --workers 2 --eval-cache runs/cache.sqlite
+      drk rl -c recipes/rl.yaml --gym http://evalhost:10907 ...      (a remote evaluator)
+    """
+    try:
+        from drk.gym.server import serve
+    except ImportError:
+        raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
+    defaults = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    with open_gym(backend, device, workers, eval_cache) as gym:
+        defaults.device = gym.device
+        typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",
+                   err=True)
+        serve(gym, host, port, defaults)
 
 
 def main() -> None:  # pragma: no cover

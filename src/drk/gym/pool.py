@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import deque
+from concurrent.futures import Future, as_completed
 from typing import Callable, Iterable
 
 from drk.gym import static, wire
@@ -153,7 +153,10 @@ class Slot:
 
 
 class LocalPool:
-    """`evaluate` / `evaluate_batch` over warm local workers. Use as a context manager or call close()."""
+    """Warm local workers behind `submit` (a Future per request), `evaluate` and `evaluate_batch`.
+
+    One dispatcher thread per slot takes requests from a shared queue (preferring requests for the task
+    its judge prepared last) and runs them on its slot. Use as a context manager or call close()."""
 
     def __init__(self, device: str = "auto", workers: int | None = None, cache_dir: str | None = None,
                  sandbox: bool = True, slack_s: float = 600.0, runner_max_tasks: int | None = None) -> None:
@@ -167,6 +170,9 @@ class LocalPool:
         plan = plan_slots(self.device, workers)
         self.slots = [Slot(i, dev, env, self.root, cache_path, sandbox, runner_max_tasks)
                       for i, (dev, env) in enumerate(plan)]
+        self._pending: deque[tuple[T.EvalRequest, Future]] = deque()
+        self._cv = threading.Condition()
+        self._threads: list[threading.Thread] = []
         self._closed = False
 
     @property
@@ -179,14 +185,33 @@ class LocalPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def gpu_model(self) -> str:
+        """The GPU model of the first started slot ("" on CPU or before any evaluation)."""
+        for s in self.slots:
+            if s.hello:
+                return str(s.hello.get("versions", {}).get("gpu", ""))
+        return ""
+
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        with self._cv:
+            self._closed = True
+            pending, self._pending = list(self._pending), deque()
+            self._cv.notify_all()
+        for req, fut in pending:
+            fut.set_result(T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+                                        error="the evaluator was shut down before this request ran",
+                                        request_id=req.request_id))
+        for t in self._threads:
+            t.join(timeout=5)
         for s in self.slots:
             s.stop()
         if not os.environ.get("DRK_KEEP_GYM_DIR"):
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def queued(self) -> int:
+        return len(self._pending)
 
     def _finish(self, req: T.EvalRequest, res: T.EvalResult) -> T.EvalResult:
         res.error = redact(res.error or "", self.secrets)
@@ -194,54 +219,62 @@ class LocalPool:
         res.request_id = res.request_id or req.request_id
         return res
 
+    def submit(self, req: T.EvalRequest) -> Future:
+        """Queue one request; the Future resolves to its EvalResult (never raises for candidate problems)."""
+        fut: Future = Future()
+        rep = static.check_source(req.source)
+        if not rep.ok:  # fails before any worker is involved
+            fut.set_result(self._finish(req, T.EvalResult(
+                task=req.task.id, solution=req.solution, verdict=rep.verdict, error=rep.error,
+                request_id=req.request_id, task_hash=req.task.source_hash, device=self.device,
+                phase_seconds={"total": 0.0})))
+            return fut
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("the evaluator pool is closed")
+            self._pending.append((req, fut))
+            if not self._threads:
+                for slot in self.slots:
+                    t = threading.Thread(target=self._serve_slot, args=(slot,), daemon=True,
+                                         name=f"drk-slot-{slot.index}")
+                    t.start()
+                    self._threads.append(t)
+            self._cv.notify()
+        return fut
+
+    def _take(self, slot: Slot) -> tuple[T.EvalRequest, Future] | None:
+        with self._cv:
+            while not self._pending and not self._closed:
+                self._cv.wait()
+            if self._closed:
+                return None
+            for item in self._pending:  # task affinity: the judge keeps its last reference loaded
+                if item[0].task.id == slot.last_task:
+                    self._pending.remove(item)
+                    return item
+            return self._pending.popleft()
+
+    def _serve_slot(self, slot: Slot) -> None:
+        while (item := self._take(slot)) is not None:
+            req, fut = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                res = slot.evaluate(req, self.slack_s)
+            except Exception as e:  # a slot that cannot start: fail this request, keep serving
+                res = T.EvalResult(task=req.task.id, verdict=T.CRASHED, error=str(e)[:500])
+            fut.set_result(self._finish(req, res))
+
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
-        return self.evaluate_batch([req])[0]
+        return self.submit(req).result()
 
     def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
                        on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
         """Evaluate all requests on the pool's slots in parallel; results in input order. `on_result(i, r)`
-        is called (from worker threads, one at a time) as each finishes."""
-        reqs = list(reqs)
-        results: list[T.EvalResult | None] = [None] * len(reqs)
-        pending: deque[int] = deque()
-        lock = threading.Lock()
-        for i, r in enumerate(reqs):
-            rep = static.check_source(r.source)
-            if rep.ok:
-                pending.append(i)
-                continue
-            res = T.EvalResult(task=r.task.id, solution=r.solution, verdict=rep.verdict, error=rep.error,
-                               request_id=r.request_id, task_hash=r.task.source_hash, device=self.device,
-                               phase_seconds={"total": 0.0})
-            results[i] = self._finish(r, res)
-            if on_result:
-                on_result(i, results[i])
-
-        def take(slot: Slot) -> int | None:
-            with lock:
-                if not pending:
-                    return None
-                for j in pending:  # task affinity: the judge keeps its last reference loaded
-                    if reqs[j].task.id == slot.last_task:
-                        pending.remove(j)
-                        return j
-                return pending.popleft()
-
-        def work(slot: Slot) -> None:
-            while (i := take(slot)) is not None:
-                try:
-                    res = slot.evaluate(reqs[i], self.slack_s)
-                except Exception as e:  # a slot that cannot start: fail this request, keep going
-                    res = T.EvalResult(task=reqs[i].task.id, verdict=T.CRASHED, error=str(e)[:500])
-                res = self._finish(reqs[i], res)
-                with lock:
-                    results[i] = res
-                    if on_result:
-                        on_result(i, res)
-
-        threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in self.slots[:max(1, len(pending))]]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return [r for r in results if r is not None]
+        is called (from this thread) as each finishes."""
+        futs = [self.submit(r) for r in reqs]
+        index = {id(f): i for i, f in enumerate(futs)}
+        for f in as_completed(futs):
+            if on_result is not None:
+                on_result(index[id(f)], f.result())
+        return [f.result() for f in futs]

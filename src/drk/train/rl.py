@@ -73,6 +73,8 @@ class RLConfig:
     gradient_checkpointing: bool = False
     engine: str = "hf"               # hf (the training model itself) | vllm (weights synced every step)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    gym: str = "local"               # evaluator: local | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
+    eval_cache: bool = True          # identical candidates are evaluated once (OUT/eval_cache.sqlite)
     eval_device: str = "auto"        # where kernels are evaluated: cpu | cuda | cuda:N
     eval_workers: int | None = None
     eval_timeout_s: float = 300.0
@@ -538,9 +540,10 @@ def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
     engine = TimedEngine(engine)
     if cfg.env == "toy":
         return engine, ToyEnv()
-    from drk.gym import LocalPool
+    from drk.gym.backends import make_gym
 
-    return engine, LocalPool(device=cfg.eval_device, workers=cfg.eval_workers)
+    cache = str(Path(cfg.out) / "eval_cache.sqlite") if cfg.eval_cache else None
+    return engine, make_gym(cfg.gym, device=cfg.eval_device, workers=cfg.eval_workers, cache_path=cache)
 
 
 def _tensorboard(out: Path):

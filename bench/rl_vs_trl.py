@@ -1,0 +1,113 @@
+"""RL step throughput: `drk rl` vs TRL's GRPOTrainer on the same model, batch and lengths (a benchmark).
+
+    PYTHONPATH=src python bench/rl_vs_trl.py --model qwen3-0.6b --queries KB/level1 --problems 1-16 \
+        --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 3 --out OUT
+
+Both sides: the same randomly initialised model (built locally, bf16 on GPU), the same prompts (drk's
+first-turn prompt for each task), B prompts x N completions of up to L new tokens per step, one optimizer
+step per batch, lr 1e-6, no KL. drk additionally evaluates every kernel with the evaluator (single turn
+here, so the shapes match TRL); TRL's reward function is a constant (it cannot learn anything from a
+random model anyway), so TRL's time is generation + training only. Reported: seconds per step and per
+phase, generated tokens/s, trained tokens/s. Writes OUT/rl_vs_trl.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def run_drk(a, out: Path) -> dict:
+    from drk.config import load_config
+    from drk.train.rl import RLConfig, train
+
+    cfg = load_config(RLConfig, None, {
+        "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,
+        "steps": a.steps, "prompts_per_step": a.prompts, "rollouts": a.rollouts, "turns": 1, "lr": 1e-6,
+        "max_new_tokens": a.max_new_tokens, "micro_batch_tokens": a.micro_batch_tokens, "checkpoint_every": 1000,
+        "eval_device": a.eval_device, "eval_cache": False, "log_rollouts": False, "seed": 0})
+    t0 = time.time()
+    train(cfg)
+    wall = time.time() - t0
+    steps = [json.loads(x) for x in (out / "drk" / "metrics.jsonl").read_text().splitlines()]
+    return {"wall_s": wall, "steps": steps,
+            "step_s": [s["seconds"]["rollout"] + s["seconds"]["score"] + s["seconds"]["train"] for s in steps],
+            "gen_tokens_per_s": statistics.median(s["gen_tokens_per_s"] for s in steps),
+            "train_tokens_per_s": statistics.median(s["train_tokens_per_s"] for s in steps)}
+
+
+def run_trl(a, out: Path) -> dict:
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from drk.agent.prompts import initial_messages
+    from drk.engines.tiny import build_tiny_model
+    from drk.tasks.queries import load_queries
+
+    cuda = torch.cuda.is_available()
+    model, tok = build_tiny_model(None, size=a.model, seed=0, dtype=torch.bfloat16 if cuda else torch.float32)
+    tasks = load_queries(a.queries, a.problems)
+    rows = [{"prompt": initial_messages(t.source)} for t in tasks]
+    ds = Dataset.from_list(rows * (a.steps * a.prompts // max(1, len(rows)) + 1))
+    times: list[float] = []
+
+    class StepTimer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t0 = time.time()
+
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.time() - self.t0)
+
+    args = GRPOConfig(output_dir=str(out / "trl"), learning_rate=1e-6, max_steps=a.steps, num_generations=a.rollouts,
+                      per_device_train_batch_size=a.prompts * a.rollouts, gradient_accumulation_steps=1,
+                      max_completion_length=a.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0, beta=0.0,
+                      bf16=cuda, use_cpu=not cuda, logging_steps=1, save_strategy="no", report_to=[],
+                      disable_tqdm=True, seed=0)
+    trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions), args=args,
+                          train_dataset=ds, processing_class=tok, callbacks=[StepTimer()])
+    t0 = time.time()
+    trainer.train()
+    wall = time.time() - t0
+    logs = [h for h in trainer.state.log_history if "completions/mean_length" in h or "num_tokens" in h]
+    return {"wall_s": wall, "step_s": times, "log": logs[-a.steps:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="qwen3-0.6b")
+    ap.add_argument("--queries", default=str(ROOT / "data/queries"))
+    ap.add_argument("--problems", default=None)
+    ap.add_argument("--env", default="gym")
+    ap.add_argument("--eval-device", default="auto")
+    ap.add_argument("--prompts", type=int, default=4)
+    ap.add_argument("--rollouts", type=int, default=8)
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--micro-batch-tokens", type=int, default=65536)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--sides", default="drk,trl")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    report = {"config": {k: v for k, v in vars(a).items() if k != "out"}}
+    for side in a.sides.split(","):
+        try:
+            report[side] = (run_drk if side == "drk" else run_trl)(a, a.out)
+        except Exception as e:  # report the failure, keep the other side's numbers
+            import traceback
+
+            report[side] = {"error": traceback.format_exc()[-2000:]}
+        (a.out / "rl_vs_trl.json").write_text(json.dumps(report, indent=1, default=str))
+        print(side, json.dumps(report[side], default=str)[:1500])
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

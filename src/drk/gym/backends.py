@@ -1,0 +1,119 @@
+"""Evaluator backends behind one interface (`submit`, `evaluate`, `evaluate_batch`, `close`), and the
+factory every stage uses for `--gym`:
+
+- `local` (default): `LocalPool`, warm workers on this machine's GPUs or CPU;
+- `http://HOST:PORT`: a `drk gym serve` instance (`HttpGym`);
+- `ray` / `ray://HOST:PORT`: evaluation actors on a Ray cluster (`drk.gym.ray_backend.RayGym`).
+
+Optionally wrapped by the SQLite evaluation cache (`drk.gym.cache.CachedGym`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, as_completed
+from typing import Callable, Iterable
+
+from drk.gym import types as T
+
+
+class GymUnavailable(RuntimeError):
+    """The requested evaluator backend cannot be reached or started (shown to the user as one line)."""
+
+
+class HttpGym:
+    """Client of `drk gym serve`: submit, then poll for results; every wait has a deadline."""
+
+    def __init__(self, url: str, slack_s: float = 600.0, poll_s: float = 0.2) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.slack_s, self.poll_s = slack_s, poll_s
+        self.client = httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0))
+        try:
+            h = self.client.get(f"{self.url}/health")
+            h.raise_for_status()
+        except Exception as e:
+            raise GymUnavailable(f"no drk gym service at {self.url} ({type(e).__name__})") from None
+        self.device = h.json().get("device", "")
+        self.workers = h.json().get("workers")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _post(self, path: str, body: dict) -> dict:
+        delay = 0.5
+        for attempt in range(6):
+            try:
+                r = self.client.post(f"{self.url}{path}", json=body)
+                if r.status_code < 500:
+                    r.raise_for_status()
+                    return r.json()
+            except Exception:
+                if attempt == 5:
+                    raise
+            time.sleep(delay)
+            delay = min(8.0, delay * 2)
+        raise GymUnavailable(f"{self.url}{path} keeps failing")
+
+    def _wait(self, job_id: str, req: T.EvalRequest) -> T.EvalResult:
+        deadline = time.monotonic() + req.options.timeout_s + self.slack_s
+        while time.monotonic() < deadline:
+            try:
+                r = self.client.get(f"{self.url}/v1/result/{job_id}")
+                if r.status_code == 200:
+                    return T.EvalResult.from_dict(r.json())
+            except Exception:
+                pass  # the service restarting or a network hiccup: keep trying until the deadline
+            time.sleep(self.poll_s)
+        return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.TIMEOUT, request_id=req.request_id,
+                            error=f"no result from {self.url} within {req.options.timeout_s + self.slack_s:.0f} s")
+
+    def submit(self, req: T.EvalRequest) -> Future:
+        fut: Future = Future()
+
+        def run() -> None:
+            try:
+                job = self._post("/v1/submit", {"request": req.to_dict()})["job_id"]
+                fut.set_result(self._wait(job, req))
+            except Exception as e:
+                fut.set_result(T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+                                            request_id=req.request_id, error=f"evaluator service error: {e}"[:300]))
+
+        threading.Thread(target=run, daemon=True).start()
+        return fut
+
+    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+        return self.submit(req).result()
+
+    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
+                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
+        futs = [self.submit(r) for r in reqs]
+        index = {id(f): i for i, f in enumerate(futs)}
+        for f in as_completed(futs):
+            if on_result is not None:
+                on_result(index[id(f)], f.result())
+        return [f.result() for f in futs]
+
+
+def make_gym(spec: str = "local", *, device: str = "auto", workers: int | None = None,
+             cache_path: str | None = None):
+    """The backend named by `spec`, optionally behind the evaluation cache."""
+    spec = spec or "local"
+    if spec == "local":
+        from drk.gym.pool import LocalPool
+
+        gym = LocalPool(device=device, workers=workers)
+    elif spec.startswith(("http://", "https://")):
+        gym = HttpGym(spec)
+    elif spec == "ray" or spec.startswith("ray://"):
+        from drk.gym.ray_backend import RayGym
+
+        gym = RayGym(None if spec == "ray" else spec, device=device, workers=workers)
+    else:
+        raise GymUnavailable(f"unknown --gym {spec!r}: use local, http://HOST:PORT, ray or ray://HOST:PORT")
+    if cache_path:
+        from drk.gym.cache import CachedGym
+
+        gym = CachedGym(gym, cache_path)
+    return gym

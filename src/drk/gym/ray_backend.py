@@ -1,0 +1,151 @@
+"""Ray backend: evaluation slots as Ray actors, scheduled across a cluster (`pip install drk[ray]`).
+
+Each actor owns one evaluation slot — the same judge process and sandboxed runner as the local pool, so
+a candidate never runs in a process that outlives a crash, a timeout or a CUDA error. On GPUs every actor
+reserves one GPU (`num_gpus=1`), and Ray sets CUDA_VISIBLE_DEVICES for it, so each candidate is evaluated
+and timed on exactly one GPU. The driver enforces every request's deadline itself: a request that does
+not come back in time is answered `timeout` and its actor killed and replaced; an actor lost with its
+node is replaced and the request retried (up to `retries` times).
+
+`RayGym(None)` starts or joins a local Ray instance; `RayGym("ray://HOST:PORT")` connects to a cluster.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, as_completed
+from typing import Callable, Iterable
+
+from drk.gym import types as T
+
+
+def _slot_actor_class():
+    import ray
+
+    @ray.remote(max_restarts=0)
+    class SlotActor:
+        """One judge (and its runner) inside a Ray worker process."""
+
+        def __init__(self, device: str, cache_dir: str | None) -> None:
+            import os
+            import tempfile
+
+            from drk.gym.pool import Slot, default_cache_dir
+
+            cache_dir = cache_dir or default_cache_dir()
+            os.makedirs(cache_dir, exist_ok=True)
+            extra = {"OMP_NUM_THREADS": "1"}
+            if device.startswith("cuda") and os.environ.get("CUDA_VISIBLE_DEVICES"):
+                extra["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+            self.slot = Slot(0, "cuda:0" if device.startswith("cuda") else "cpu", extra,
+                             tempfile.mkdtemp(prefix="drk-ray-"), os.path.join(cache_dir, "reference_times.jsonl"),
+                             True)
+
+        def evaluate(self, req: dict, slack_s: float) -> dict:
+            return self.slot.evaluate(T.EvalRequest.from_dict(req), slack_s).to_dict()
+
+        def hello(self) -> dict:
+            if self.slot.proc is None:
+                self.slot.start()
+            return self.slot.hello
+
+        def stop(self) -> None:
+            self.slot.stop()
+
+    return SlotActor
+
+
+class RayGym:
+    def __init__(self, address: str | None = None, device: str = "auto", workers: int | None = None,
+                 cache_dir: str | None = None, slack_s: float = 120.0, retries: int = 2, num_cpus: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            from drk.gym.backends import GymUnavailable
+
+            raise GymUnavailable("the Ray backend needs ray: pip install 'drk[ray]'") from None
+        self.ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True)
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        self.device = device if device != "auto" else ("cuda" if gpus else "cpu")
+        self.workers = workers or (gpus if self.device.startswith("cuda") else max(1, int(ray.cluster_resources().get("CPU", 2)) // 2))
+        self.cache_dir, self.slack_s, self.retries = cache_dir, slack_s, retries
+        self._cls = _slot_actor_class()
+        self._free: list = [self._new_actor() for _ in range(self.workers)]
+        self._cv = threading.Condition()
+        self._closed = False
+
+    def _new_actor(self):
+        opts = {"num_gpus": 1} if self.device.startswith("cuda") else {"num_cpus": 1}
+        return self._cls.options(**opts).remote(self.device, self.cache_dir)
+
+    def _acquire(self):
+        with self._cv:
+            while not self._free:
+                self._cv.wait()
+            return self._free.pop()
+
+    def _release(self, actor) -> None:
+        with self._cv:
+            self._free.append(actor)
+            self._cv.notify()
+
+    def _replace(self, actor) -> None:
+        try:
+            self.ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
+        self._release(self._new_actor())
+
+    def _run(self, req: T.EvalRequest) -> T.EvalResult:
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        for attempt in range(self.retries + 1):
+            actor = self._acquire()
+            ref = actor.evaluate.remote(req.to_dict(), self.slack_s)
+            deadline = req.options.timeout_s + self.slack_s + 300.0  # + a fresh actor's start-up
+            try:
+                res = T.EvalResult.from_dict(self.ray.get(ref, timeout=deadline))
+                self._release(actor)
+                return res
+            except GetTimeoutError:
+                self._replace(actor)
+                return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.TIMEOUT,
+                                    request_id=req.request_id, error=f"no result within {deadline:.0f} s (Ray)")
+            except RayActorError:
+                self._replace(actor)  # node or worker lost: retry on a new actor
+        return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED, request_id=req.request_id,
+                            error=f"the evaluation actor died {self.retries + 1} times")
+
+    def submit(self, req: T.EvalRequest) -> Future:
+        fut: Future = Future()
+        threading.Thread(target=lambda: fut.set_result(self._run(req)), daemon=True).start()
+        return fut
+
+    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+        return self._run(req)
+
+    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
+                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
+        futs = [self.submit(r) for r in reqs]
+        index = {id(f): i for i, f in enumerate(futs)}
+        for f in as_completed(futs):
+            if on_result is not None:
+                on_result(index[id(f)], f.result())
+        return [f.result() for f in futs]
+
+    def queued(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for a in self._free:
+            try:
+                self.ray.get(a.stop.remote(), timeout=30)
+                self.ray.kill(a)
+            except Exception:
+                pass

@@ -1,0 +1,153 @@
+"""Scale-out backends on CPU: the HTTP service end to end (good kernel, hang, crash, malformed JSON,
+KernelGYM's /evaluate), the HTTP client backend, the evaluation cache, and the Ray backend on a local Ray.
+
+    .venv/bin/python -m pytest tests/test_service.py -q
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from conftest import ROOT
+from drk.gym import EvalOptions, EvalRequest, LocalPool
+from drk.gym.backends import HttpGym, make_gym
+from drk.gym.cache import CachedGym
+from drk.tasks import task_from_file
+
+TASK = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")
+GOOD = (ROOT / "data/query_solutions/001_scaled_tanh_bias.py").read_text()
+HANG = (ROOT / "tests/corpus/hang_loop.py").read_text()
+SEGV = (ROOT / "tests/corpus/crash_segfault.py").read_text()
+OPTS = {"device": "cpu", "input_budget_mb": 0.25}
+
+
+def req_json(source: str, **opts) -> dict:
+    return EvalRequest(TASK, source, EvalOptions(**{**OPTS, **opts})).to_dict()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import uvicorn
+
+    from drk.gym.server import make_app
+
+    pool = LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("c")), slack_s=60)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    srv = uvicorn.Server(uvicorn.Config(make_app(pool, EvalOptions(**OPTS)), host="127.0.0.1", port=port,
+                                        log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(f"{url}/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    yield url
+    srv.should_exit = True
+    t.join(timeout=10)
+    pool.close()
+
+
+def poll(url: str, job: str, timeout: float = 120) -> dict:
+    end = time.time() + timeout
+    while time.time() < end:
+        r = httpx.get(f"{url}/v1/result/{job}")
+        if r.status_code == 200:
+            return r.json()
+        assert r.status_code == 202
+        time.sleep(0.1)
+    raise AssertionError("no result")
+
+
+def test_service_survives_hang_crash_and_garbage(server):
+    jobs = {name: httpx.post(f"{server}/v1/submit", json={"request": req_json(src, **kw)}).json()["job_id"]
+            for name, src, kw in [("hang", HANG, {"timeout_s": 8}), ("segv", SEGV, {}), ("good", GOOD, {})]}
+    # the server answers while a worker is stuck in the hang
+    assert httpx.get(f"{server}/health").json()["ok"] is True
+    assert httpx.post(f"{server}/v1/submit", content=b"{not json").status_code == 400
+    assert httpx.post(f"{server}/v1/submit", json={"request": {"task": {}, "source": 3}}).status_code == 422
+    assert httpx.post(f"{server}/v1/submit", json=[1, 2]).status_code == 400
+    assert httpx.get(f"{server}/v1/result/nope").status_code == 404
+    assert poll(server, jobs["good"])["verdict"] == "ok"
+    assert poll(server, jobs["segv"])["verdict"] == "crashed"
+    assert poll(server, jobs["hang"])["verdict"] == "timeout"
+    assert poll(server, httpx.post(f"{server}/v1/submit", json={"request": req_json(GOOD)}).json()["job_id"])[
+        "verdict"] == "ok"   # the slot that hung serves again
+    m = httpx.get(f"{server}/metrics").json()
+    assert m["counters"]["completed"] >= 4 and m["counters"]["verdict_timeout"] >= 1 and "p50_s" in m["latency"]
+
+
+def test_kernelgym_evaluate_round_trip(server):
+    body = {"task_id": "kg-1", "reference_code": TASK.source, "kernel_code": GOOD, "entry_point": "Model",
+            "backend": "triton", "num_correct_trials": 3, "num_perf_trials": 10, "timeout": 120,
+            "enable_profiling": True, "detect_decoy_kernel": True, "reference_backend": None}
+    r = httpx.post(f"{server}/evaluate", json=body)
+    assert r.status_code == 200 and r.json()["task_id"] == "kg-1"
+    end = time.time() + 120
+    while httpx.get(f"{server}/status/kg-1").json()["status"] != "completed":
+        assert time.time() < end
+        time.sleep(0.1)
+    res = httpx.get(f"{server}/results/kg-1").json()
+    assert res["correctness"] is True and res["compiled"] is True and res["decoy_kernel"] is False
+    assert set(res["metadata"]) >= {"num_custom_kernels", "num_total_kernels",
+                                    "custom_kernel_cuda_time_in_profiling_us", "total_kernel_run_time_in_profiling_us"}
+    assert httpx.post(f"{server}/evaluate", json={"kernel_code": "x"}).status_code == 422
+    assert httpx.get(f"{server}/results/unknown").status_code == 404
+
+
+def test_http_backend_and_batch(server):
+    gym = HttpGym(server)
+    reqs = [EvalRequest(TASK, GOOD, EvalOptions(**OPTS)), EvalRequest(TASK, "def broken(:", EvalOptions(**OPTS))]
+    res = gym.evaluate_batch(reqs)
+    assert [r.verdict for r in res] == ["ok", "compile_error"]
+    b = httpx.post(f"{server}/v1/batch", json={"requests": [req_json(GOOD)]}, timeout=120).json()
+    assert b["results"][0]["verdict"] == "ok"
+    gym.close()
+    with pytest.raises(Exception, match="no drk gym service"):
+        make_gym("http://127.0.0.1:9")
+
+
+def test_eval_cache_hits(tmp_path):
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        gym = CachedGym(pool, str(tmp_path / "cache.sqlite"))
+        req = EvalRequest(TASK, GOOD, EvalOptions(**OPTS))
+        t0 = time.time()
+        first = gym.evaluate_batch([req, req])          # a duplicate inside one batch runs once
+        t1 = time.time()
+        again = gym.evaluate(EvalRequest(TASK, GOOD, EvalOptions(**OPTS), solution="other"))
+        t2 = time.time()
+        assert [r.verdict for r in first] == ["ok", "ok"] and again.verdict == "ok"
+        assert gym.misses == 1 and gym.hits == 2
+        assert again.phase_seconds.get("cache_hit") == 1.0 and again.solution == "other"
+        assert t2 - t1 < 0.25 * (t1 - t0)
+        # a different protocol is a different entry; timeouts are never cached
+        gym.evaluate(EvalRequest(TASK, GOOD, EvalOptions(**{**OPTS, "trials": 2})))
+        assert gym.misses == 2
+        hang = EvalRequest(TASK, HANG, EvalOptions(**OPTS, timeout_s=5))
+        assert gym.evaluate(hang).verdict == "timeout"
+        assert gym.cache.get(__import__("drk.gym.cache", fromlist=["x"]).cache_key(hang, gym._hardware())) is None
+
+
+def test_ray_backend_on_local_ray(tmp_path):
+    ray = pytest.importorskip("ray")
+    from drk.gym.ray_backend import RayGym
+
+    gym = RayGym(None, device="cpu", workers=2, cache_dir=str(tmp_path), num_cpus=2, slack_s=60)
+    try:
+        res = gym.evaluate_batch([EvalRequest(TASK, GOOD, EvalOptions(**OPTS)),
+                                  EvalRequest(TASK, SEGV, EvalOptions(**OPTS)),
+                                  EvalRequest(TASK, HANG, EvalOptions(**OPTS, timeout_s=8))])
+        assert [r.verdict for r in res] == ["ok", "crashed", "timeout"]
+        assert gym.evaluate(EvalRequest(TASK, GOOD, EvalOptions(**OPTS))).verdict == "ok"
+    finally:
+        gym.close()
+        ray.shutdown()
