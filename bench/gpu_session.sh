@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
-# Every GPU measurement the issues ask for, in one call on the lent H200 (device tool):
-#   carry: .whl (wheels: ../shared/device/wheels.sh) and .dev/kb (KernelBench level1/ level2/ copied there;
-#   ignored by git, never committed). Writes everything under $OUT; prints a short summary last.
-#   run(command="bash bench/gpu_session.sh", carry=[".whl", ".dev"], timeout_s=600)
+# Every GPU measurement the open issues ask for, in three calls on the lent H200 (device tool), each well
+# under the 10-minute limit; make them back to back so the machine stays warm:
+#   run(command="bash bench/gpu_session.sh gym",   carry=[".whl", ".dev"], timeout_s=600)
+#   run(command="bash bench/gpu_session.sh gym2",  carry=[".whl", ".dev"], timeout_s=600)
+#   run(command="bash bench/gpu_session.sh train", carry=[".whl", ".dev"], timeout_s=600)
+# Needs: .whl (../shared/device/wheels.sh) and .dev/kb/level1, .dev/kb/level2 (KernelBench problem files,
+# copied into that git-ignored folder for the call; never committed). Everything lands under $OUT.
 set -u
+PART=${1:-gym}
 export PYTHONPATH=src PYTHONUNBUFFERED=1 DRK_CACHE_DIR=/tmp/drkcache
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:src
 fi
 KB=${KB:-.dev/kb}
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --format=csv
-date -u; git log --oneline -1 2>/dev/null
-echo "== demo"; timeout ${T_DEMO:-150} python3 -m drk eval --level 1,2 --solutions data/solutions --kernelbench $KB \
-  --device cuda --out $OUT/demo --no-compile-baseline 2>&1 | tail -12
-echo "== gym bench"; timeout ${T_BENCH:-240} python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench 2>&1 | cut -c1-1200
-echo "== compile baseline"; timeout ${T_COMPILE:-120} python3 -m drk eval --level 2 --problems 12,76 --solutions data/solutions \
-  --kernelbench $KB --device cuda --out $OUT/compile 2>&1 | tail -8
+date -u
+case "$PART" in
+gym)   # issue 2 + 3: shipped solutions at full shapes, timing fidelity, GPU corpus, compile baseline
+  echo "== demo"; timeout 150 python3 -m drk eval --level 1,2 --solutions data/solutions --kernelbench $KB \
+    --device cuda --out $OUT/demo --no-compile-baseline 2>&1 | tail -12
+  echo "== fidelity + corpus"; timeout 200 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench \
+    --parts fidelity,corpus 2>&1 | cut -c1-1500
+  echo "== compile baseline"; timeout 150 python3 -m drk eval --level 2 --problems 12,76 --solutions data/solutions \
+    --kernelbench $KB --device cuda --out $OUT/compile 2>&1 | tail -8
+  ;;
+gym2)  # issue 2 + 6: warm vs fresh process, throughput with 1 and 4 workers per GPU and its timing noise
+  echo "== overhead + throughput"; timeout 500 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench \
+    --parts overhead,throughput 2>&1 | cut -c1-2500
+  ;;
+train) # issue 4 + 5: a random Qwen3-0.6B-shaped model through the local engine at real shapes; RL vs TRL
+  echo "== model eval"; python3 -c "from drk.engines.tiny import build_tiny_model; import torch; \
+build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" 2>&1 | tail -2
+  timeout 200 python3 -m drk eval --level 1 --problems 1-10 --kernelbench $KB --model /tmp/q06 --samples 2 --turns 2 \
+    --max-tokens 256 --device cuda --no-compile-baseline --out $OUT/model_eval 2>&1 | tail -14
+  echo "== rl vs trl"; timeout 330 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 3 --eval-device cuda --out $OUT/rl 2>&1 | cut -c1-1500
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/model_eval/episodes.jsonl
+  ;;
+esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

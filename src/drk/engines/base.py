@@ -109,3 +109,28 @@ class UsageCounter:
     def snapshot(self) -> dict:
         with self._lock:
             return dict(self._counts)
+
+
+class ChatTemplateEngine:
+    """For engines that sample from token ids: conversations go through the tokenizer's chat template
+    (`add_generation_prompt=True`), so `prompt_token_ids` are exactly what was sampled from. Subclasses set
+    `tokenizer`, `chat_template_kwargs`, `_usage` and implement `generate_ids`."""
+
+    tokenizer: object
+    chat_template_kwargs: dict
+    _usage: UsageCounter
+
+    def usage(self) -> dict:
+        return self._usage.snapshot()
+
+    def encode_conversation(self, messages: list[dict]) -> list[int]:
+        """Prompt ids exactly as sampled from: the chat template with add_generation_prompt=True."""
+        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,  # type: ignore[attr-defined]
+                                                 return_dict=False, **self.chat_template_kwargs)
+        return [int(i) for i in ids]
+
+    def generate(self, conversations: list[list[dict]], params: SamplingParams) -> list[list[Generation]]:
+        return self.generate_ids([self.encode_conversation(c) for c in conversations], params)
+
+    def generate_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Generation]]:
+        raise NotImplementedError

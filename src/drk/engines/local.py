@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from drk.engines.base import (FINISH_LENGTH, FINISH_STOP, EngineError, EngineSpec, Generation, SamplingParams,
-                              UsageCounter)
+from drk.engines.base import (FINISH_LENGTH, FINISH_STOP, ChatTemplateEngine, EngineError, EngineSpec, Generation,
+                              SamplingParams, UsageCounter)
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def resolve_dtype(dtype: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------------- engine
-class HFEngine:
+class HFEngine(ChatTemplateEngine):
     """Sampling from a transformers causal LM (plain or PEFT-wrapped) with exact ids and log-probs."""
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, mask_padded_vocab: bool = True,
@@ -200,17 +200,8 @@ class HFEngine:
         return cls.from_pretrained(spec.model, dtype=spec.dtype, device=spec.device, **spec.extra)
 
     # ---------------------------------------------------------------------------------------------- public
-    def usage(self) -> dict:
-        return self._usage.snapshot()
 
-    def encode_conversation(self, messages: list[dict]) -> list[int]:
-        """Prompt ids exactly as sampled from: the chat template with add_generation_prompt=True."""
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                 return_dict=False, **self.chat_template_kwargs)
-        return [int(i) for i in ids]
 
-    def generate(self, conversations: list[list[dict]], params: SamplingParams) -> list[list[Generation]]:
-        return self.generate_ids([self.encode_conversation(c) for c in conversations], params)
 
     def generate_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Generation]]:
         """Like `generate`, from already-tokenised prompts (multi-turn RL keeps exact ids across turns)."""

@@ -28,8 +28,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from drk.engines.base import (FINISH_ERROR, FINISH_STOP, EngineError, EngineSpec, Generation, SamplingParams,
-                              UsageCounter)
+from drk.engines.base import (FINISH_ERROR, FINISH_STOP, ChatTemplateEngine, EngineError, EngineSpec, Generation,
+                              SamplingParams, UsageCounter)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def import_vllm() -> Any:
     return vllm
 
 
-class VLLMEngine:
+class VLLMEngine(ChatTemplateEngine):
     """In-process vLLM; see the module docstring."""
 
     def __init__(self, model: str, *, dtype: str = "auto", seed: int = 0, gpu_memory_utilization: float = 0.85,
@@ -74,16 +74,8 @@ class VLLMEngine:
     def from_spec(cls, spec: EngineSpec) -> "VLLMEngine":
         return cls(spec.model, dtype=spec.dtype, **spec.extra)
 
-    def usage(self) -> dict:
-        return self._usage.snapshot()
 
-    def encode_conversation(self, messages: list[dict]) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                 return_dict=False, **self.chat_template_kwargs)
-        return [int(i) for i in ids]
 
-    def generate(self, conversations: list[list[dict]], params: SamplingParams) -> list[list[Generation]]:
-        return self.generate_ids([self.encode_conversation(c) for c in conversations], params)
 
     def generate_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Generation]]:
         sampling = self._vllm.SamplingParams(

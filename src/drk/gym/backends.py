@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, as_completed
-from typing import Callable, Iterable
+from concurrent.futures import Future
 
 from drk.gym import types as T
+from drk.gym.pool import SubmitBackend
 
 
 class GymUnavailable(RuntimeError):
     """The requested evaluator backend cannot be reached or started (shown to the user as one line)."""
 
 
-class HttpGym:
+class HttpGym(SubmitBackend):
     """Client of `drk gym serve`: submit, then poll for results; every wait has a deadline."""
 
     def __init__(self, url: str, slack_s: float = 600.0, poll_s: float = 0.2) -> None:
@@ -82,18 +82,6 @@ class HttpGym:
 
         threading.Thread(target=run, daemon=True).start()
         return fut
-
-    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
-        return self.submit(req).result()
-
-    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
-                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        futs = [self.submit(r) for r in reqs]
-        index = {id(f): i for i, f in enumerate(futs)}
-        for f in as_completed(futs):
-            if on_result is not None:
-                on_result(index[id(f)], f.result())
-        return [f.result() for f in futs]
 
 
 def make_gym(spec: str = "local", *, device: str = "auto", workers: int | None = None,

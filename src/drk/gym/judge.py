@@ -82,23 +82,10 @@ class RunnerHandle:
         self.hello: dict = {}
 
     def log_tail(self, n: int = 800) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - n))
-                return f.read().decode(errors="replace").strip()
-        except OSError:
-            return ""
+        return wire.file_tail(self.log_path, n).strip()
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        wire.kill_group(self.proc)
         wire.close_quietly(self.conn)
         shutil.rmtree(self.workdir, ignore_errors=True)
 

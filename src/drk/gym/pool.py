@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -100,13 +99,7 @@ class Slot:
             raise RuntimeError(f"evaluator worker {self.index} failed to start: {tail[-500:] or 'no output'}") from None
 
     def log_tail(self, n: int = 2000) -> str:
-        try:
-            with open(os.path.join(self.dir, "judge.log"), "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - n))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return wire.file_tail(os.path.join(self.dir, "judge.log"), n)
 
     def stop(self) -> None:
         if self.conn is not None:
@@ -116,17 +109,10 @@ class Slot:
                 pass
         if self.proc is not None:
             try:
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=5)  # a judge told "bye" exits on its own
             except subprocess.TimeoutExpired:
                 pass
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+            wire.kill_group(self.proc)
         wire.close_quietly(self.conn)
         self.proc, self.conn = None, None
 
@@ -152,7 +138,28 @@ class Slot:
                             request_id=req.request_id, task_hash=req.task.source_hash)
 
 
-class LocalPool:
+class SubmitBackend:
+    """`evaluate` and `evaluate_batch` for any backend that implements `submit(request) -> Future`."""
+
+    def submit(self, req: T.EvalRequest) -> Future:  # pragma: no cover - implemented by subclasses
+        raise NotImplementedError
+
+    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+        return self.submit(req).result()
+
+    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
+                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
+        """Evaluate all requests in parallel; results in input order. `on_result(i, r)` is called (from this
+        thread) as each finishes."""
+        futs = [self.submit(r) for r in reqs]
+        index = {id(f): i for i, f in enumerate(futs)}
+        for f in as_completed(futs):
+            if on_result is not None:
+                on_result(index[id(f)], f.result())
+        return [f.result() for f in futs]
+
+
+class LocalPool(SubmitBackend):
     """Warm local workers behind `submit` (a Future per request), `evaluate` and `evaluate_batch`.
 
     One dispatcher thread per slot takes requests from a shared queue (preferring requests for the task
@@ -264,17 +271,3 @@ class LocalPool:
             except Exception as e:  # a slot that cannot start: fail this request, keep serving
                 res = T.EvalResult(task=req.task.id, verdict=T.CRASHED, error=str(e)[:500])
             fut.set_result(self._finish(req, res))
-
-    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
-        return self.submit(req).result()
-
-    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
-                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        """Evaluate all requests on the pool's slots in parallel; results in input order. `on_result(i, r)`
-        is called (from this thread) as each finishes."""
-        futs = [self.submit(r) for r in reqs]
-        index = {id(f): i for i, f in enumerate(futs)}
-        for f in as_completed(futs):
-            if on_result is not None:
-                on_result(index[id(f)], f.result())
-        return [f.result() for f in futs]

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, as_completed
-from typing import Callable, Iterable
+from concurrent.futures import Future
 
 from drk.gym import types as T
+from drk.gym.pool import SubmitBackend
 
 
 def _slot_actor_class():
@@ -55,7 +55,7 @@ def _slot_actor_class():
     return SlotActor
 
 
-class RayGym:
+class RayGym(SubmitBackend):
     def __init__(self, address: str | None = None, device: str = "auto", workers: int | None = None,
                  cache_dir: str | None = None, slack_s: float = 120.0, retries: int = 2, num_cpus: int | None = None) -> None:
         try:
@@ -126,15 +126,6 @@ class RayGym:
 
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         return self._run(req)
-
-    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
-                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        futs = [self.submit(r) for r in reqs]
-        index = {id(f): i for i, f in enumerate(futs)}
-        for f in as_completed(futs):
-            if on_result is not None:
-                on_result(index[id(f)], f.result())
-        return [f.result() for f in futs]
 
     def queued(self) -> int:
         return 0

@@ -79,3 +79,29 @@ def close_quietly(*things: Any) -> None:
             pass
 
 
+
+
+def file_tail(path: str, n: int) -> str:
+    """The last `n` bytes of a log file as text ("" when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def kill_group(proc) -> None:
+    """SIGKILL a child started with start_new_session=True and everything in its process group; reap it."""
+    import signal
+    import subprocess
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
