@@ -313,48 +313,68 @@ def rejection_masks(rows, logp_old, correct, cov, valid, cfg: RLConfig, step: in
 
 def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg: RLConfig, pad_id,
                   vocab_limit) -> dict:
-    """`updates_per_step` optimizer steps over the kept rows; the loss is normalised per mini-batch by its
-    number of kept turns (token-sum per turn, averaged over kept turns)."""
+    """`updates_per_step` optimizer steps over the kept rows.
+
+    The loss of a mini-batch is its token-sum per turn averaged over the kept turns of *all* ranks (or the
+    token mean, for aggregation "token-mean"): every rank scales its micro-batches by W / global count,
+    accumulates without synchronising, and the gradients are summed across ranks and divided by W once.
+    That equals the single-process gradient on the same rows whatever their split, and a rank with
+    nothing to train still joins every collective."""
+    W = accelerator.num_processes
     idx = [i for i in range(len(rows)) if keep[i] and rows[i].completion_ids]
     stats: dict = {"loss": 0.0, "clipfrac_low": 0.0, "clipfrac_high": 0.0, "dual_clip_frac": 0.0,
                    "approx_kl": 0.0, "grad_norm": 0.0, "entropy": None, "train_tokens": 0}
-    if not idx:
-        return stats
     random.Random(cfg.seed + len(idx)).shuffle(idx)
     chunks = [idx[k::cfg.updates_per_step] for k in range(cfg.updates_per_step)]
     lengths = [r.length for r in rows]
     agg = cfg.algo.aggregation
-    n_stat = 0
+    params = [p for p in model.parameters() if p.requires_grad]
+    n_stat, n_steps = 0, 0
     for chunk in chunks:
-        if not chunk:
+        local = len(chunk) if agg == "turn-sum" else sum(len(rows[i].completion_ids) for i in chunk)
+        denom = _sum_across(accelerator, float(local))
+        if denom == 0:
             continue
-        denom = len(chunk) if agg == "turn-sum" else sum(len(rows[i].completion_ids) for i in chunk)
-        for mb in micro_batches(chunk, lengths, cfg.micro_batch_tokens):
-            sub = [rows[i] for i in mb]
-            logp, mask, ent = completion_logprobs(model, sub, pad_id=pad_id, temperature=cfg.temperature,
-                                                  vocab_limit=vocab_limit, with_entropy=stats["entropy"] is None)
-            if ent is not None:
-                stats["entropy"] = ent
-            lc = logp.shape[1]
-            old = right_aligned([logp_old[i].tolist() for i in mb], lc, torch.float32, logp.device)
-            adv = torch.tensor([r.advantage for r in sub], dtype=torch.float32, device=logp.device)
-            loss, s = algos.policy_loss(logp.float(), old, adv, mask, None, **cfg.algo.loss_kwargs())
-            weight = (len(mb) if agg == "turn-sum" else int(mask.sum())) / denom
-            accelerator.backward(loss * weight)
-            stats["loss"] += float(loss.detach()) * weight
-            for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
-                stats[k] += float(s.get(k, 0.0)) * len(mb)
-            n_stat += len(mb)
-            stats["train_tokens"] += sum(r.length for r in sub)
-        gn = accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        stats["grad_norm"] = float(gn)
+        with accelerator.no_sync(model):
+            for mb in micro_batches(chunk, lengths, cfg.micro_batch_tokens):
+                sub = [rows[i] for i in mb]
+                logp, mask, ent = completion_logprobs(model, sub, pad_id=pad_id, temperature=cfg.temperature,
+                                                      vocab_limit=vocab_limit, with_entropy=stats["entropy"] is None)
+                if ent is not None:
+                    stats["entropy"] = ent
+                lc = logp.shape[1]
+                old = right_aligned([logp_old[i].tolist() for i in mb], lc, torch.float32, logp.device)
+                adv = torch.tensor([r.advantage for r in sub], dtype=torch.float32, device=logp.device)
+                loss, s = algos.policy_loss(logp.float(), old, adv, mask, None, **cfg.algo.loss_kwargs())
+                weight = (len(mb) if agg == "turn-sum" else int(mask.sum())) / denom
+                accelerator.backward(loss * weight * W)
+                stats["loss"] += float(loss.detach()) * weight
+                for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
+                    stats[k] += float(s.get(k, 0.0)) * len(mb)
+                n_stat += len(mb)
+                stats["train_tokens"] += sum(r.length for r in sub)
+        if W > 1:
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                torch.distributed.all_reduce(p.grad)
+                p.grad.div_(W)
+        stats["grad_norm"] = float(accelerator.clip_grad_norm_(params, cfg.grad_clip))
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+        n_steps += 1
     for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
         stats[k] /= max(1, n_stat)
-    stats["loss"] /= max(1, len([c for c in chunks if c]))
+    stats["loss"] = _sum_across(accelerator, stats["loss"]) / max(1, n_steps)
     return stats
+
+
+def _sum_across(accelerator, value: float) -> float:
+    if accelerator.num_processes == 1:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=accelerator.device)
+    return float(accelerator.reduce(t, reduction="sum"))
 
 
 # ---------------------------------------------------------------------------------------------- logging

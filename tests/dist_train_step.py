@@ -1,0 +1,45 @@
+"""Helper for tests/test_distributed.py (not collected by pytest): one `drk rl` training step on fixed rows,
+run either as one process or under `torchrun --nproc_per_node N` (each rank takes rows[rank::N]).
+Writes the parameter update (new - old) of rank 0 to argv[1]."""
+import sys
+
+import torch
+from accelerate import Accelerator
+
+from drk.config import load_config
+from drk.engines.base import SamplingParams
+from drk.engines.local import HFEngine
+from drk.engines.tiny import build_tiny_model
+from drk.train.batch import TurnRow
+from drk.train.rl import RLConfig, old_logprobs, train_on_rows
+
+
+def main() -> None:
+    out = sys.argv[1]
+    acc = Accelerator(cpu=True)
+    torch.manual_seed(0)
+    model, tok = build_tiny_model(None, seed=0)
+    cfg = load_config(RLConfig, None, {"micro_batch_tokens": 512, "temperature": 1.0, "updates_per_step": 1})
+    # identical rows on every rank: same model, same prompts, same seed
+    eng = HFEngine(model, tok)
+    convs = [[{"role": "user", "content": f"task {i}: write a kernel"}] for i in range(6)]
+    gens = eng.generate(convs, SamplingParams(max_new_tokens=12, n=2, seed=7))
+    rows = [TurnRow(g.prompt_token_ids, g.token_ids, g.logprobs, float((k % 5) - 2) / 2, i, (i, k % 2, 0))
+            for i, gs in enumerate(gens) for k, g in enumerate(gs)]
+    mine = rows[acc.process_index::acc.num_processes]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+    model, opt, sched = acc.prepare(model, opt, sched)
+    model.eval()
+    logp_old = old_logprobs(model, mine, cfg, tok.pad_token_id, None)
+    model.train()
+    stats = train_on_rows(model, opt, sched, acc, mine, logp_old, torch.ones(len(mine), dtype=torch.bool), cfg,
+                          tok.pad_token_id, None)
+    if acc.is_main_process:
+        after = dict(acc.unwrap_model(model).named_parameters())
+        torch.save({"update": {n: (after[n].detach() - before[n]) for n in before}, "loss": stats["loss"]}, out)
+
+
+if __name__ == "__main__":
+    main()
