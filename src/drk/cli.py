@@ -473,6 +473,7 @@ def rl_cmd(
     lr: Optional[float] = typer.Option(None, "--lr"),
     eval_device: Optional[str] = typer.Option(None, "--eval-device", help="Where kernels are evaluated: cpu, cuda, cuda:N."),
     env: Optional[str] = typer.Option(None, "--env", help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", help=GYM_HELP),
     stop_after: Optional[int] = typer.Option(None, "--stop-after", help="Stop after this step (for smoke runs)."),
 ) -> None:
     """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
@@ -490,7 +491,7 @@ def rl_cmd(
 
     overrides = {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
                  "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
-                 "eval_device": eval_device, "env": env}
+                 "eval_device": eval_device, "env": env, "gym": gym}
     if resume is not None:
         saved = resume / "rl_config.json"
         if not saved.exists():
@@ -502,7 +503,17 @@ def rl_cmd(
         cfg = build(RLConfig, merge(_json.loads(saved.read_text()), overrides))
     else:
         cfg = load_config(RLConfig, config, overrides)
-    m = train(cfg, resume=resume is not None, stop_after=stop_after)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]rl"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=_stderr_console()) as prog:
+        bar = prog.add_task("", total=cfg.steps)
+
+        def tick(m: dict) -> None:
+            prog.update(bar, completed=m["step"], description=f"reward {m['reward_mean']:.3f} correct "
+                                                                f"{m['correct']:.2f} loss {m['loss']:.4f}")
+
+        m = train(cfg, resume=resume is not None, stop_after=stop_after, on_step=tick)
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")

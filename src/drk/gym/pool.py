@@ -57,9 +57,12 @@ def plan_slots(device: str, workers: int | None, gpus: list[str] | None = None) 
     if not device.startswith("cuda"):
         n = workers or max(1, min(4, (os.cpu_count() or 2) // 2))
         return [("cpu", {"OMP_NUM_THREADS": "1"}) for _ in range(n)]
-    if ":" in device:
-        gpus = [device.split(":", 1)[1]]
     gpus = gpus if gpus is not None else visible_gpus()
+    if ":" in device:  # cuda:N is the N-th *visible* GPU (respects the parent's CUDA_VISIBLE_DEVICES)
+        n = int(device.split(":", 1)[1])
+        if n >= len(gpus):
+            raise RuntimeError(f"{device}: only {len(gpus)} CUDA device(s) visible")
+        gpus = [gpus[n]]
     if not gpus:
         raise RuntimeError("no CUDA device visible; use --device cpu")
     n = workers or len(gpus)

@@ -33,6 +33,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -456,8 +457,10 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 
 # ---------------------------------------------------------------------------------------------- the loop
-def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None) -> dict:
-    """Run (or resume) RL training; returns the last step's metrics."""
+def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
+          on_step: Callable[[dict], None] | None = None) -> dict:
+    """Run (or resume) RL training; returns the last step's metrics. `on_step(metrics)` after every step
+    (main process)."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
     from transformers import get_constant_schedule_with_warmup
@@ -522,8 +525,15 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None) ->
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
                 metrics = {"step": step, **step_metrics(groups, r, valid, correct, cov, adv, mstats, tstats, times,
                                                         gen_tokens), "lr": scheduler.get_last_lr()[0]}
+                if world > 1:  # headline numbers over all ranks' rollouts, not just this rank's
+                    n = _sum_across(accelerator, float(valid.sum()))
+                    metrics["reward_mean"] = _sum_across(accelerator, float(r[valid].sum())) / max(1.0, n)
+                    metrics["correct"] = _sum_across(accelerator, float(correct[valid].sum())) / max(1.0, n)
+                    metrics["turns"] = int(n)
                 if accelerator.is_main_process:
                     mlog.write(metrics)
+                    if on_step is not None:
+                        on_step(metrics)
                     if cfg.log_rollouts:
                         with JsonlWriter(out / "rollouts" / f"step_{step:05d}.jsonl") as rw:
                             for rec in rollout_records(groups, step):
