@@ -7,7 +7,7 @@ KERNELBENCH ?= $(shell [ -d ../shared/kernelbench ] && echo ../shared/kernelbenc
 DEVICE ?= auto
 OUT    ?= runs/demo
 
-.PHONY: venv test test-fast demo clean bench-gpu
+.PHONY: venv test test-fast demo clean gpu-prep
 
 venv: $(VENV)/.installed
 
@@ -29,6 +29,14 @@ test-fast: venv
 demo: venv
 	$(VENV)/bin/drk eval --level 1,2 --solutions data/solutions $(if $(KERNELBENCH),--kernelbench $(KERNELBENCH)) \
 	  --device $(DEVICE) --out $(OUT)
+
+# Before GPU measurement calls on the lent H200 (bench/gpu_session.sh): KernelBench problem files into the
+# git-ignored .dev/kb (carried with the call, never committed) and the wheels the GPU image lacks into .whl.
+gpu-prep:
+	@test -n "$(KERNELBENCH)" || (echo "set KERNELBENCH=/path/to/KernelBench/problems" && exit 2)
+	mkdir -p .dev/kb && cp -r $(KERNELBENCH)/level1 $(KERNELBENCH)/level2 .dev/kb/
+	grep -qxF '/.dev/' .git/info/exclude || echo '/.dev/' >> .git/info/exclude
+	bash ../shared/device/wheels.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -4,7 +4,7 @@
 #   run(command="bash bench/gpu_session.sh gym",   carry=[".whl", ".dev"], timeout_s=600)
 #   run(command="bash bench/gpu_session.sh gym2",  carry=[".whl", ".dev"], timeout_s=600)
 #   run(command="bash bench/gpu_session.sh train", carry=[".whl", ".dev"], timeout_s=600)
-# Needs: .whl (../shared/device/wheels.sh) and .dev/kb/level1, .dev/kb/level2 (KernelBench problem files,
+# Needs (make gpu-prep): .whl (../shared/device/wheels.sh) and .dev/kb/level1, .dev/kb/level2 (KernelBench problem files,
 # copied into that git-ignored folder for the call; never committed). Everything lands under $OUT.
 set -u
 PART=${1:-gym}
