@@ -76,3 +76,25 @@ def test_user_errors_are_one_line(tmp_path):
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert "drk: error:" in res.output and "Traceback" not in res.output
+
+
+def test_recipes_set_defaults_and_flags_win(tmp_path):
+    from drk.config import load_yaml
+
+    for name in ("eval", "infer", "collect"):
+        assert load_yaml(ROOT / f"recipes/{name}.yaml")  # parse
+    rec = tmp_path / "r.yaml"
+    rec.write_text("trials: 2\ninput_budget_mb: 0.25\ndevice: cpu\n")
+    res = runner.invoke(app, ["eval", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "-c", str(rec), "--solution",
+                              str(ROOT / "data/query_solutions/001_scaled_tanh_bias.py"), "--json"])
+    assert res.exit_code == 0, res.output
+    rec_out = json.loads([l for l in res.output.splitlines() if l.startswith("{")][0])
+    assert rec_out["trials"] == 2 and rec_out["device"] == "cpu"
+    res = runner.invoke(app, ["eval", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "-c", str(rec), "--trials",
+                              "3", "--solution", str(ROOT / "data/query_solutions/001_scaled_tanh_bias.py"), "--json"])
+    assert json.loads([l for l in res.output.splitlines() if l.startswith("{")][0])["trials"] == 3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("turnz: 3\n")
+    res = runner.invoke(app, ["infer", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "-c", str(bad), "--out",
+                              str(tmp_path / "o")])
+    assert res.exit_code == 2 and "unknown option(s) turnz" in res.output

@@ -83,6 +83,30 @@ def eval_options(device: str, trials: int, tolerance: float, timeout: float, tim
                        compile_baseline=compile_baseline, fp64_check=fp64)
 
 
+def _recipe_defaults(ctx: typer.Context, param, value: Optional[Path]):
+    """Eager `-c recipe.yaml`: its keys (option names, with underscores) become the command's defaults;
+    flags given on the command line still win."""
+    if value is None:
+        return value
+    from drk.config import ConfigError, load_yaml
+
+    try:
+        data = load_yaml(value)
+    except ConfigError as e:
+        fail(str(e))
+    names = {p.name for p in ctx.command.params}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        fail(f"{value}: unknown option(s) {', '.join(unknown)} for drk {ctx.command.name}")
+    ctx.default_map = {**(ctx.default_map or {}), **data}
+    return value
+
+
+def recipe_option():
+    return typer.Option(None, "-c", "--config", is_eager=True, callback=_recipe_defaults,
+                        help="Recipe (YAML) whose keys set this command's options, e.g. recipes/eval.yaml.")
+
+
 GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serve), ray or ray://HOST:PORT."
 CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 
@@ -138,6 +162,7 @@ def render_summary(summary: dict, title: str) -> None:
 def eval_cmd(
     task_file: Optional[Path] = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
     solution: Optional[Path] = typer.Option(None, "--solution", help="With TASK_FILE: the one candidate to evaluate."),
+    config: Optional[Path] = recipe_option(),
     solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of candidate files (level*/ subfolders)."),
     level: Optional[str] = typer.Option(None, "--level", help="KernelBench level(s): 1, 2, 3 or 1,2."),
     problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids: 1,2,19 or 1-10."),
@@ -299,6 +324,7 @@ TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelben
 @app.command("collect")
 @user_errors
 def collect_cmd(
+    config: Optional[Path] = recipe_option(),
     queries: Optional[str] = typer.Option(None, "--queries", help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
     level: Optional[str] = typer.Option(None, "--level", help="Use KernelBench levels instead (contamination warning)."),
     problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids / rows: 1,2,19 or 1-10."),
@@ -362,6 +388,7 @@ def _training_tasks(queries, level, problems, kernelbench) -> list:
 @user_errors
 def infer_cmd(
     task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
+    config: Optional[Path] = recipe_option(),
     model: Optional[str] = typer.Option(None, "--model", help="Local model path / HF id, or the model name at --base-url."),
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
