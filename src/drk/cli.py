@@ -7,8 +7,6 @@ cause (bad paths, malformed files, unreachable endpoints) end with one line on s
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -215,7 +213,7 @@ def eval_cmd(
         return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache)
     if solutions is None:
         raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
-    from drk.solutions import evaluate_candidates, find_candidates, write_summary
+    from drk.solutions import find_candidates, write_summary
 
     tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
     cands = find_candidates(tasks, solutions)

@@ -8,7 +8,6 @@ checks train mode), but Triton must launch in every mode, or the verdict is `no_
 """
 from __future__ import annotations
 
-import statistics
 import time
 from typing import TYPE_CHECKING
 

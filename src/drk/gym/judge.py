@@ -57,7 +57,6 @@ class PreparedTask:
     scaled: bool
     init_inputs: list
     model: torch.nn.Module
-    input_bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -79,7 +78,6 @@ class RunnerHandle:
                                          start_new_session=True)
         os.close(child_fd)
         self.tasks = 0
-        self.hello: dict = {}
 
     def log_tail(self, n: int = 800) -> str:
         return wire.file_tail(self.log_path, n).strip()
@@ -133,7 +131,7 @@ class Judge:
             r = RunnerHandle(self.device, self.slot_dir, self.triton_cache, self.sandbox)
             self.runner = r
             try:
-                r.hello, _ = wire.recv(r.conn, timeout=max(30.0, deadline - time.monotonic()))
+                wire.recv(r.conn, timeout=max(30.0, deadline - time.monotonic()))  # its hello: it is ready
             except (TimeoutError, EOFError, OSError, wire.ProtocolError):
                 reason = r.death_reason()
                 self.recycle()
@@ -199,9 +197,8 @@ class Judge:
                 raise ValueError(f"task {task.id} does not define {attr}")
         init_inputs = harness.make_init_inputs(module, opts.seed)
         model = harness.build_model(module, "Model", init_inputs, opts.seed, self.device)
-        constants = {k: v for k, v in scale_source(source, 1.0).constants.items()}
-        prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model,
-                                self._measure_inputs(source), notes)
+        constants = scale_source(source, 1.0).constants  # what the source now says, device scaling included
+        prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model, notes)
         if len(self.tasks) >= 4:
             old = self.tasks.pop(next(iter(self.tasks)))
             harness.unload_module(getattr(old.module, "__name__", ""))

@@ -82,7 +82,6 @@ class Slot:
         self.conn = None
         self.hello: dict = {}
         self.last_task = ""
-        self.served = 0
 
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
@@ -127,7 +126,6 @@ class Slot:
         try:
             wire.send(self.conn, {"op": "evaluate", "request": req.to_dict()})
             reply, _ = wire.recv(self.conn, timeout=deadline)
-            self.served += 1
             self.last_task = req.task.id
             return T.EvalResult.from_dict(reply["result"])
         except TimeoutError:

@@ -12,7 +12,6 @@ node is replaced and the request retried (up to `retries` times).
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import Future
 
 from drk.gym import types as T

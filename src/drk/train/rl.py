@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import shutil
 import time
@@ -395,7 +394,7 @@ def step_metrics(groups, r, valid, correct, cov, adv, mask_stats, train_stats, t
          "train_tokens_per_s": train_stats["train_tokens"] / max(1e-9, times["train"]),
          "seconds": dict(times)}
     m.update(mask_stats)
-    m.update({k: v for k, v in train_stats.items()})
+    m.update(train_stats)
     return m
 
 
