@@ -151,3 +151,15 @@ def test_ray_backend_on_local_ray(tmp_path):
     finally:
         gym.close()
         ray.shutdown()
+
+
+def test_cached_submit_does_not_block_and_stores(tmp_path):
+    """CachedGym.submit hands misses to the backend's own submit (the server calls it from its event loop)."""
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        gym = CachedGym(pool, str(tmp_path / "cache.sqlite"))
+        t0 = time.time()
+        fut = gym.submit(EvalRequest(TASK, GOOD, EvalOptions(**OPTS)))
+        assert time.time() - t0 < 1.0 and not fut.done()
+        assert fut.result().verdict == "ok" and gym.misses == 1
+        again = gym.submit(EvalRequest(TASK, GOOD, EvalOptions(**OPTS)))
+        assert again.done() and again.result().phase_seconds.get("cache_hit") == 1.0 and gym.hits == 1

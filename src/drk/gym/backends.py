@@ -9,9 +9,8 @@ Optionally wrapped by the SQLite evaluation cache (`drk.gym.cache.CachedGym`).
 """
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from drk.gym import types as T
 from drk.gym.pool import SubmitBackend
@@ -24,11 +23,13 @@ class GymUnavailable(RuntimeError):
 class HttpGym(SubmitBackend):
     """Client of `drk gym serve`: submit, then poll for results; every wait has a deadline."""
 
-    def __init__(self, url: str, slack_s: float = 600.0, poll_s: float = 0.2) -> None:
+    def __init__(self, url: str, slack_s: float = 600.0, poll_s: float = 0.1, max_waiting: int = 128) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.slack_s, self.poll_s = slack_s, poll_s
+        # a bounded set of waiting threads (not one per request); the service queues the rest anyway
+        self._threads = ThreadPoolExecutor(max_workers=max_waiting, thread_name_prefix="drk-http-gym")
         self.client = httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0))
         try:
             h = self.client.get(f"{self.url}/health")
@@ -39,6 +40,7 @@ class HttpGym(SubmitBackend):
         self.workers = h.json().get("workers")
 
     def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 
     def _post(self, path: str, body: dict) -> dict:
@@ -58,6 +60,7 @@ class HttpGym(SubmitBackend):
 
     def _wait(self, job_id: str, req: T.EvalRequest) -> T.EvalResult:
         deadline = time.monotonic() + req.options.timeout_s + self.slack_s
+        delay = self.poll_s
         while time.monotonic() < deadline:
             try:
                 r = self.client.get(f"{self.url}/v1/result/{job_id}")
@@ -65,23 +68,21 @@ class HttpGym(SubmitBackend):
                     return T.EvalResult.from_dict(r.json())
             except Exception:
                 pass  # the service restarting or a network hiccup: keep trying until the deadline
-            time.sleep(self.poll_s)
+            time.sleep(delay)
+            delay = min(2.0, delay * 1.5)  # hundreds of pending jobs must not flood the service with polls
         return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.TIMEOUT, request_id=req.request_id,
                             error=f"no result from {self.url} within {req.options.timeout_s + self.slack_s:.0f} s")
 
+    def _run(self, req: T.EvalRequest) -> T.EvalResult:
+        try:
+            job = self._post("/v1/submit", {"request": req.to_dict()})["job_id"]
+            return self._wait(job, req)
+        except Exception as e:
+            return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+                                request_id=req.request_id, error=f"evaluator service error: {e}"[:300])
+
     def submit(self, req: T.EvalRequest) -> Future:
-        fut: Future = Future()
-
-        def run() -> None:
-            try:
-                job = self._post("/v1/submit", {"request": req.to_dict()})["job_id"]
-                fut.set_result(self._wait(job, req))
-            except Exception as e:
-                fut.set_result(T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
-                                            request_id=req.request_id, error=f"evaluator service error: {e}"[:300]))
-
-        threading.Thread(target=run, daemon=True).start()
-        return fut
+        return self._threads.submit(self._run, req)
 
 
 def make_gym(spec: str = "local", *, device: str = "auto", workers: int | None = None,

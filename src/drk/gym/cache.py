@@ -88,9 +88,24 @@ class CachedGym:
         return self.evaluate_batch([req])[0]
 
     def submit(self, req: T.EvalRequest) -> Future:
-        fut: Future = Future()
-        fut.set_result(self.evaluate(req))
-        return fut
+        """A hit resolves at once; a miss goes to the backend's own `submit` (never blocks the caller —
+        the HTTP server calls this from its event loop) and is stored when it finishes."""
+        key = cache_key(req, self._hardware())
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            fut: Future = Future()
+            fut.set_result(self._as_hit(hit, req))
+            return fut
+        self.misses += 1
+        outer: Future = Future()
+
+        def store(f: Future) -> None:  # stored before the caller sees the result, so a resubmit hits
+            self.cache.put(key, f.result())
+            outer.set_result(f.result())
+
+        self.backend.submit(req).add_done_callback(store)
+        return outer
 
     def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
                        on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:

@@ -12,7 +12,7 @@ node is replaced and the request retried (up to `retries` times).
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from drk.gym import types as T
 from drk.gym.pool import SubmitBackend
@@ -74,6 +74,7 @@ class RayGym(SubmitBackend):
         self._cls = _slot_actor_class()
         self._free: list = [self._new_actor() for _ in range(self.workers)]
         self._cv = threading.Condition()
+        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="drk-ray-gym")  # one per actor
         self._closed = False
 
     def _new_actor(self):
@@ -119,9 +120,7 @@ class RayGym(SubmitBackend):
                             error=f"the evaluation actor died {self.retries + 1} times")
 
     def submit(self, req: T.EvalRequest) -> Future:
-        fut: Future = Future()
-        threading.Thread(target=lambda: fut.set_result(self._run(req)), daemon=True).start()
-        return fut
+        return self._threads.submit(self._run, req)
 
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         return self._run(req)
@@ -133,6 +132,7 @@ class RayGym(SubmitBackend):
         if self._closed:
             return
         self._closed = True
+        self._threads.shutdown(wait=False, cancel_futures=True)
         for a in self._free:
             try:
                 self.ray.get(a.stop.remote(), timeout=30)
