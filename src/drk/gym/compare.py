@@ -106,10 +106,14 @@ def constants_pass(consts: list[float], refs: list[torch.Tensor], tol: float) ->
 
 
 def inputs_changed(before: list, after: list) -> bool:
+    """True when any input tensor differs bit for bit (NaN in the same place counts as equal)."""
     for b, a in zip(before, after):
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            if b.shape != a.shape or not torch.equal(b.to(a.device), a):
-                if not (b.is_floating_point() and torch.equal(torch.isnan(b), torch.isnan(a.to(b.device)))
-                        and torch.equal(torch.nan_to_num(b), torch.nan_to_num(a.to(b.device)))):
-                    return True
+            a = a.to(b.device)
+            if b.shape != a.shape:
+                return True
+            same = (torch.allclose(b, a, rtol=0.0, atol=0.0, equal_nan=True) if b.is_floating_point()
+                    else torch.equal(b, a))
+            if not same:
+                return True
     return False
