@@ -116,7 +116,8 @@ def part_corpus(kb: Path, out: Path) -> dict:
         if p.stem.startswith("hang"):
             continue
         reqs.append(EvalRequest(task_from_file(ROOT / h["task"]), p.read_text(),
-                                EvalOptions(device=DEVICE, compile_baseline=False, timeout_s=120), solution=p.name))
+                                EvalOptions(device=DEVICE, compile_baseline=False, timeout_s=120,
+                                            scale=float(h["scale"]) if "scale" in h else None), solution=p.name))
         expect[p.name] = (h["expect"].split("|"), h["flags"])
     with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache")) as pool:
         res = pool.evaluate_batch(reqs)

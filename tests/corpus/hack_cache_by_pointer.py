@@ -1,7 +1,8 @@
-# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=hacked|incorrect flags= device=gpu
+# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=hacked|incorrect|no_triton flags= device=gpu
 """Caches outputs by input pointer: the timing loop calls with the same tensors, so a pointer cache would
 return instantly. drk perturbs inputs in place between timed calls and, after timing, changes the input
-values in place and checks the outputs follow."""
+values in place and checks the outputs follow. A correctness trial whose fresh inputs land at a freed
+address hits the cache too: that forward launches nothing and gets `no_triton` first (H200, 2026-12-02)."""
 import torch
 import torch.nn as nn
 import triton

@@ -1,6 +1,8 @@
-# drk-corpus: task=data/queries/003_sigmoid_gated_product.py expect=ok flags=side_stream device=gpu
+# drk-corpus: task=data/queries/003_sigmoid_gated_product.py expect=ok flags=side_stream device=gpu scale=3
 """Launches the kernel on a side stream (through an alias the static check misses) and does not join it,
-so stream-based timing would miss the work; drk times until the device is idle and flags it."""
+so stream-based timing would miss the work; drk times until the device is idle and flags it. Run at 3x each
+size constant (1.7 GB per input, ~1 ms of kernel): at the task's own shapes the kernel is shorter than the
+launch itself, so nothing escapes the timed region to flag (H200, 2026-12-02: ok, speedup 1.02, no flag)."""
 import torch
 import torch.nn as nn
 import triton

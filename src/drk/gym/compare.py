@@ -30,52 +30,92 @@ def tolerance_for(dtype: torch.dtype, tol: float) -> float:
     return tol
 
 
-def _diffs(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, int]:
-    """(max abs diff over positions where both are finite, mean of it, count of NaN/inf mismatches)."""
-    if out.is_complex():
-        out, ref = torch.view_as_real(out), torch.view_as_real(ref)
-    o, r = out.double(), ref.double()
-    both = torch.isfinite(o) & torch.isfinite(r)
-    same_nonfinite = (torch.isnan(o) & torch.isnan(r)) | ((o == r) & ~torch.isfinite(r))
-    bad_nonfinite = int((~both & ~same_nonfinite).sum())
-    if both.any():
-        d = (o - r).abs()[both]
-        return float(d.max()), float(d.mean()), bad_nonfinite
-    return 0.0, 0.0, bad_nonfinite
+CHUNK = 1 << 24  # elements per block: temporaries stay ~O(CHUNK) however large the outputs are
 
 
-def compare_outputs(outs: list[torch.Tensor], refs: list[torch.Tensor], tol: float) -> Comparison:
+def blocks(shape: tuple[int, ...] | torch.Size, limit: int = CHUNK, prefix: tuple = ()):
+    """Index tuples that cover a tensor of `shape` in row-major order, each selecting at most `limit`
+    elements (or one innermost row when a row alone is larger). Works for any strides, so a comparison
+    of multi-GB outputs never builds full-size float64 copies or masks."""
+    shape = tuple(shape)
+    if not shape:
+        yield prefix
+        return
+    inner = math.prod(shape[1:])
+    if inner <= limit or len(shape) == 1:
+        step = max(1, limit // max(inner, 1))
+        for s in range(0, shape[0], step):
+            yield prefix + (slice(s, min(s + step, shape[0])),)
+    else:
+        for i in range(shape[0]):
+            yield from blocks(shape[1:], limit, prefix + (i,))
+
+
+Expected = torch.Tensor | float  # a candidate output, or a constant standing in for one (degeneracy probes)
+
+
+def _block(o: Expected, idx: tuple, like: torch.Tensor) -> torch.Tensor:
+    if isinstance(o, torch.Tensor):
+        return o[idx].to(like.device)
+    return torch.full(like.shape, o, dtype=like.dtype, device=like.device)
+
+
+def _compare_float(o: Expected, r: torch.Tensor, t: float) -> tuple[float, float, int, int]:
+    """(max abs diff where both are finite, its mean, NaN/inf mismatches, values beyond tolerance)."""
+    mx, total, n_fin, bad, far = 0.0, 0.0, 0, 0, 0
+    for idx in blocks(r.shape):
+        rb = r[idx]
+        ob = _block(o, idx, rb)
+        if rb.is_complex():
+            ob, rb = torch.view_as_real(ob), torch.view_as_real(rb)
+        od, rd = ob.double(), rb.double()
+        both = torch.isfinite(od) & torch.isfinite(rd)
+        same_nonfinite = (torch.isnan(od) & torch.isnan(rd)) | ((od == rd) & ~torch.isfinite(rd))
+        bad += int((~both & ~same_nonfinite).sum())
+        d = torch.where(both, (od - rd).abs(), torch.zeros((), dtype=od.dtype, device=od.device))
+        nb = int(both.sum())
+        if nb:
+            mx = max(mx, float(d.max()))
+            total += float(d.sum())
+            n_fin += nb
+        far += int((~torch.isclose(ob, rb, atol=t, rtol=t, equal_nan=True)).sum())
+    return mx, (total / n_fin if n_fin else 0.0), bad, far
+
+
+def _count_unequal(o: Expected, r: torch.Tensor) -> int:
+    return sum(int((_block(o, idx, r[idx]) != r[idx]).sum()) for idx in blocks(r.shape))
+
+
+def compare_outputs(outs: list[Expected], refs: list[torch.Tensor], tol: float) -> Comparison:
     if len(outs) != len(refs):
         return Comparison(False, f"returned {len(outs)} output tensor(s), expected {len(refs)}")
     max_d, mean_ds = 0.0, []
     for i, (o, r) in enumerate(zip(outs, refs)):
         name = f"output {i}" if len(refs) > 1 else "output"
-        if tuple(o.shape) != tuple(r.shape):
-            return Comparison(False, f"{name} shape mismatch: expected {list(r.shape)}, got {list(o.shape)}")
-        if o.dtype != r.dtype:
-            return Comparison(False, f"{name} dtype mismatch: expected {r.dtype}, got {o.dtype}".replace("torch.", ""))
+        if isinstance(o, torch.Tensor):
+            if tuple(o.shape) != tuple(r.shape):
+                return Comparison(False, f"{name} shape mismatch: expected {list(r.shape)}, got {list(o.shape)}")
+            if o.dtype != r.dtype:
+                return Comparison(False, f"{name} dtype mismatch: expected {r.dtype}, got {o.dtype}".replace("torch.", ""))
         if r.numel() == 0:
             continue
-        o = o.to(r.device)
         if not (r.is_floating_point() or r.is_complex()):
-            if not torch.equal(o, r):
-                n = int((o != r).sum())
+            n = _count_unequal(o, r)
+            if n:
                 return Comparison(False, f"{name}: {n} of {r.numel()} values differ (exact match required for "
                                          f"{str(r.dtype).removeprefix('torch.')})", None, None)
             mean_ds.append(0.0)
             continue
         t = tolerance_for(r.dtype, tol)
-        mx, mean, bad = _diffs(o, r)
+        mx, mean, bad, far = _compare_float(o, r, t)
         max_d = max(max_d, mx)
         mean_ds.append(mean)
         if bad:
             return Comparison(False, f"{name}: {bad} of {r.numel()} values are NaN/inf where the reference is "
                                      "finite (or differ in NaN/inf position); unwritten output elements show up "
                                      "as NaN", max_d, mean)
-        if not torch.allclose(o, r, atol=t, rtol=t, equal_nan=True):
-            close = torch.isclose(o, r, atol=t, rtol=t, equal_nan=True)
-            n = int((~close).sum())
-            return Comparison(False, f"{name}: {n} of {r.numel()} values differ beyond atol=rtol={t:g} "
+        if far:
+            return Comparison(False, f"{name}: {far} of {r.numel()} values differ beyond atol=rtol={t:g} "
                                      f"(max abs diff {mx:.4g})", max_d, sum(mean_ds) / len(mean_ds))
     return Comparison(True, "", max_d, sum(mean_ds) / len(mean_ds) if mean_ds else 0.0)
 
@@ -85,7 +125,7 @@ def zeros_pass(refs: list[torch.Tensor], tol: float) -> bool:
     floats = [r for r in refs if r.is_floating_point() and r.numel() > 0]
     if not floats or len(floats) != len(refs):
         return False
-    return compare_outputs([torch.zeros_like(r) for r in refs], refs, tol).ok
+    return compare_outputs([0.0] * len(refs), refs, tol).ok
 
 
 def constant_guess(refs: list[torch.Tensor]) -> list[float] | None:
@@ -94,7 +134,12 @@ def constant_guess(refs: list[torch.Tensor]) -> list[float] | None:
         return None
     out = []
     for r in refs:
-        m = float(r.double().mean()) if torch.isfinite(r).all() else 0.0
+        total, finite = 0.0, True
+        for idx in blocks(r.shape):
+            rb = r[idx]
+            finite = finite and bool(torch.isfinite(rb).all())
+            total += float(rb.double().sum())
+        m = total / r.numel() if finite else 0.0
         out.append(m if math.isfinite(m) else 0.0)
     return out
 
@@ -102,18 +147,19 @@ def constant_guess(refs: list[torch.Tensor]) -> list[float] | None:
 def constants_pass(consts: list[float], refs: list[torch.Tensor], tol: float) -> bool:
     if len(consts) != len(refs):
         return False
-    return compare_outputs([torch.full_like(r, c) for c, r in zip(consts, refs)], refs, tol).ok
+    return compare_outputs(list(consts), refs, tol).ok
 
 
 def inputs_changed(before: list, after: list) -> bool:
     """True when any input tensor differs bit for bit (NaN in the same place counts as equal)."""
     for b, a in zip(before, after):
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            a = a.to(b.device)
             if b.shape != a.shape:
                 return True
-            same = (torch.allclose(b, a, rtol=0.0, atol=0.0, equal_nan=True) if b.is_floating_point()
-                    else torch.equal(b, a))
-            if not same:
-                return True
+            for idx in blocks(b.shape):
+                bb, ab = b[idx], a[idx].to(b.device)
+                same = (torch.allclose(bb, ab, rtol=0.0, atol=0.0, equal_nan=True) if bb.is_floating_point()
+                        else torch.equal(bb, ab))
+                if not same:
+                    return True
     return False

@@ -17,6 +17,7 @@ Triton coverage; CPU: coverage = Triton share of forward wall time → verdict a
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pickle
 import secrets
@@ -46,6 +47,9 @@ class RunnerGone(Exception):
     def __init__(self, verdict: str, message: str) -> None:
         super().__init__(message)
         self.verdict, self.message = verdict, message
+
+
+DEVICE_MEMORY_FACTOR = 10
 
 
 @dataclass
@@ -216,13 +220,16 @@ class Judge:
             harness.unload_module("drk_measure")
 
     def _fit_device(self, original: str, source: str) -> tuple[str, list[str]]:
-        """Scale a task down when its inputs (x8 for outputs, copies and intermediates) exceed free memory."""
+        """Scale a task down when its inputs x DEVICE_MEMORY_FACTOR exceed free memory. The factor covers
+        what one evaluation holds on the device at once: the judge's inputs, reference outputs, the runner's
+        copies and receive buffers, the timing set kept across trials, and the runner's outputs and poison
+        block (about 9x for an elementwise task whose output is as large as its input)."""
         free, _ = torch.cuda.mem_get_info()
         free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()  # our own cached blocks
-        need = self._measure_inputs(source) * 8
+        need = self._measure_inputs(source) * DEVICE_MEMORY_FACTOR
         if need <= free:
             return source, []
-        plan = fit_budget(original, int(free / 8), self._measure_inputs)
+        plan = fit_budget(original, int(free / DEVICE_MEMORY_FACTOR), self._measure_inputs)
         return plan.source, [T.SCALED_FOR_MEMORY]
 
     # ---- one evaluation ----------------------------------------------------------------------------
@@ -234,6 +241,7 @@ class Judge:
                            task_hash=req.task.source_hash, versions=dict(self.versions),
                            protocol=protocol_of(opts, self.cuda))
         phases = res.phase_seconds
+        failed = False
         rep = static.check_source(req.source)
         if not rep.ok:
             res.verdict, res.error = rep.verdict, rep.error
@@ -247,6 +255,17 @@ class Judge:
         except (ScalingError, TaskSetupError) as e:
             res.verdict, res.error = T.RUNTIME_ERROR, f"task cannot be evaluated here: {e}"
             res.flags.append("task_error")
+        except torch.OutOfMemoryError as e:
+            failed = True
+            res.verdict, res.correct = T.RUNTIME_ERROR, False
+            res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a smaller "
+                         f"--input-budget-mb): {harness.short_error(e)}")
+            res.flags.append("task_error")
+        except Exception as e:  # a bug in the judge: report it, and free what the failed evaluation held
+            failed = True
+            res.verdict, res.correct = T.CRASHED, False
+            res.error = f"evaluator error: {type(e).__name__}: {harness.short_error(e)}"
+            traceback.print_exc()
         finally:
             phases["total"] = time.monotonic() - t_start
             if self.runner is not None and self.runner.proc.poll() is None:
@@ -259,6 +278,8 @@ class Judge:
         if res.verdict in (T.FORBIDDEN, T.HACKED):
             self.recycle()  # never reuse a process a hostile candidate ran in
         if self.cuda:
+            if failed:
+                gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 

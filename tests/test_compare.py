@@ -1,0 +1,68 @@
+"""Output comparison in blocks: the same verdicts and numbers as a whole-tensor check, for any strides."""
+import math
+
+import pytest
+import torch
+
+from drk.gym import compare
+
+
+def test_blocks_cover_every_element_once_for_any_shape():
+    for shape in [(), (7,), (5, 3), (2, 9, 4), (1, 40), (3, 0, 2)]:
+        t = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape)
+        parts = [t[idx].reshape(-1) for idx in compare.blocks(shape, limit=6)]
+        seen = torch.cat(parts) if parts else t.reshape(-1)
+        assert torch.equal(seen.sort().values, t.reshape(-1)), shape
+        assert all(t[idx].numel() <= max(6, shape[-1] if shape else 1) for idx in compare.blocks(shape, limit=6))
+
+
+def test_blocked_comparison_matches_whole_tensor(monkeypatch):
+    torch.manual_seed(0)
+    ref = torch.randn(64, 33).t()  # non-contiguous
+    out = ref + 0.001 * torch.randn_like(ref)
+    out[3, 7] += 0.5
+    whole = compare.compare_outputs([out], [ref], 1e-2)
+    monkeypatch.setattr(compare, "CHUNK", 50)
+    blocked = compare.compare_outputs([out], [ref], 1e-2)
+    assert not whole.ok and not blocked.ok
+    assert blocked.message == whole.message and "1 of 2112 values differ" in blocked.message
+    assert blocked.max_abs_diff == pytest.approx(float((out - ref).abs().max()))
+    assert blocked.mean_abs_diff == pytest.approx(float((out - ref).abs().mean()))
+
+
+def test_nan_where_reference_is_finite_fails_and_matching_nan_passes(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 4)
+    ref = torch.ones(3, 5)
+    out = ref.clone()
+    out[2, 4] = float("nan")
+    c = compare.compare_outputs([out], [ref], 1e-2)
+    assert not c.ok and "1 of 15 values are NaN/inf" in c.message
+    ref[2, 4] = float("nan")
+    assert compare.compare_outputs([out], [ref], 1e-2).ok
+
+
+def test_constants_and_zeros_probes_without_full_size_copies(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 8)
+    tiny = torch.full((10, 10), 1e-4)
+    assert compare.zeros_pass([tiny], 1e-2)
+    assert not compare.zeros_pass([torch.randn(10, 10)], 1e-2)
+    ref = torch.full((6, 7), 3.0) + 1e-3 * torch.randn(6, 7)
+    guess = compare.constant_guess([ref])
+    assert guess[0] == pytest.approx(float(ref.double().mean()))
+    assert compare.constants_pass(guess, [ref], 1e-2)
+    assert not compare.constants_pass(guess, [ref * 2], 1e-2)
+
+
+def test_integer_outputs_need_exact_match_and_inputs_changed_blockwise(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 3)
+    a = torch.arange(20).reshape(4, 5)
+    b = a.clone()
+    b[3, 4] += 1
+    c = compare.compare_outputs([b], [a], 1e-2)
+    assert not c.ok and "1 of 20 values differ (exact match" in c.message
+    x = torch.randn(4, 5)
+    x[0, 0] = float("nan")
+    y = x.clone()
+    assert not compare.inputs_changed([x], [y])
+    y[3, 4] = y[3, 4] + 1
+    assert compare.inputs_changed([x], [y])
