@@ -48,8 +48,7 @@ def part_fidelity(kb: Path, out: Path) -> dict:
     import torch
     import triton
 
-    from drk.gym import EvalOptions, EvalRequest, LocalPool
-    from drk.gym import harness
+    from drk.gym import EvalOptions, EvalRequest, LocalPool, harness
 
     rows = []
     opts = EvalOptions(device=DEVICE, compile_baseline=False)
@@ -71,7 +70,7 @@ def part_fidelity(kb: Path, out: Path) -> dict:
         x = harness.make_inputs(ref, 43, "cuda")
         with torch.no_grad():
             row["do_bench_ms"] = triton.testing.do_bench(lambda: model(*x), return_mode="median")
-        del x, model
+        model = x = None  # free before the next task
         torch.cuda.empty_cache()
         ms = row["runtime_ms"]
         if ms:

@@ -100,7 +100,7 @@ def main() -> None:
     for side in a.sides.split(","):
         try:
             report[side] = (run_drk if side == "drk" else run_trl)(a, a.out)
-        except Exception as e:  # report the failure, keep the other side's numbers
+        except Exception:  # report the failure, keep the other side's numbers
             import traceback
 
             report[side] = {"error": traceback.format_exc()[-2000:]}

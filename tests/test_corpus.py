@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, read_corpus_header
+
 from drk.gym import EvalOptions, EvalRequest
 from drk.tasks import task_from_file
 

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 import torch
-
 from conftest import ROOT
 
 HELPER = str(ROOT / "tests" / "dist_train_step.py")

@@ -10,8 +10,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def _clean(x: Any) -> Any:
@@ -44,7 +45,7 @@ class JsonlWriter:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> "JsonlWriter":
+    def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,7 +16,8 @@ import statistics
 import sys
 import traceback
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -121,8 +121,9 @@ class Judge:
 
     @staticmethod
     def _ipc_pickler():
-        import torch.multiprocessing  # noqa: F401 (registers CUDA IPC reductions)
         from multiprocessing.reduction import ForkingPickler
+
+        import torch.multiprocessing  # noqa: F401 (registers CUDA IPC reductions)
 
         return lambda obj: bytes(ForkingPickler.dumps(obj))
 
@@ -336,7 +337,7 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
     return p
 
 
-from drk.gym.checks import TrialChecks  # noqa: E402  (checks imports Judge types above)
+from drk.gym.checks import TrialChecks
 
 
 def _serve(conn, judge: Judge) -> None:
