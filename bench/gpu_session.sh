@@ -24,9 +24,9 @@ gym)   # issue 2 + 3: shipped solutions at full shapes, timing fidelity, GPU cor
   echo "== compile baseline"; timeout 150 python3 -m drk eval --level 2 --problems 12,76 --solutions data/solutions \
     --kernelbench $KB --device cuda --out $OUT/compile 2>&1 | tail -8
   ;;
-gym2)  # issue 2 + 6: warm vs fresh process, throughput with 1 and 4 workers per GPU and its timing noise
+gym2)  # issue 2 + 6: warm vs fresh process, throughput with 1 and 4 workers per GPU and its timing noise; corpus again
   echo "== overhead + throughput"; timeout 500 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench \
-    --parts overhead,throughput 2>&1 | cut -c1-2500
+    --parts overhead,throughput,corpus 2>&1 | cut -c1-2500
   ;;
 train) # issue 4 + 5: a random Qwen3-0.6B-shaped model through the local engine at real shapes; RL vs TRL
   echo "== model eval"; python3 -c "from drk.engines.tiny import build_tiny_model; import torch; \

@@ -166,3 +166,12 @@ def test_every_kernelbench_level1_2_task_scales_or_says_why(kb):
             assert "MB" in str(e)
             failed += 1
     assert ok >= 190, f"only {ok} of 200 level-1/2 tasks scale under 8 MB"
+
+
+def test_scale_above_one_grows_sizes_and_keeps_protected_names():
+    src = "batch_size = 64\nseq_len = 256\ndim = 1024\ngroups = 8\n"
+    plan = scale_source(src, 3.0)
+    assert plan.constants == {"batch_size": 192, "seq_len": 768, "dim": 3072, "groups": 8}
+    ns: dict = {}
+    exec(plan.source, ns)
+    assert ns["dim"] == 3072

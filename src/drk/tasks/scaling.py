@@ -149,7 +149,8 @@ def _scale_int(v: int, factor: float, fixed: list[int]) -> int:
     if v < MIN_SCALABLE or factor == 1.0:
         return v
     a = _align_for(v, fixed)
-    return int(min(v, max(a, round(v * factor / a) * a)))
+    x = max(a, round(v * factor / a) * a)
+    return int(min(v, x) if factor < 1.0 else x)  # factor > 1 grows a task (e.g. to time it above launch cost)
 
 
 def scale_constants(consts: list[SizeConstant], factor: float) -> dict:
