@@ -10,7 +10,7 @@ set -u
 PART=${1:-gym}
 export PYTHONPATH=src PYTHONUNBUFFERED=1 DRK_CACHE_DIR=/tmp/drkcache
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:src
+  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:src
 fi
 KB=${KB:-.dev/kb}
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --format=csv
@@ -36,6 +36,17 @@ build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" 2>&1 | ta
   echo "== rl vs trl"; timeout 330 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
     --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 3 --eval-device cuda --out $OUT/rl 2>&1 | cut -c1-1500
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/model_eval/episodes.jsonl
+  ;;
+final) # the re-measurements after the fixes of 2026-12-02: evaluator overhead at small shapes, the side-stream
+       # hack at scale 3, generation alone, and RL vs TRL with token-budgeted micro-batches
+  echo "== overhead_small"; timeout 170 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench \
+    --parts overhead_small 2>&1 | cut -c1-1200
+  echo "== side stream"; DRK_CORPUS_ONLY=hack_side_stream timeout 60 python3 bench/gym_gpu.py --kernelbench $KB \
+    --out $OUT/bench --parts corpus 2>&1 | cut -c1-600
+  echo "== gen, rl vs trl"; timeout 290 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 3 --eval-device cuda --sides gen,drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory" | cut -c1-900
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
   ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

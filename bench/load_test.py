@@ -97,7 +97,7 @@ def main() -> None:
             t.join()
         wall = time.time() - t0
         lat = sorted(latencies)
-        q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+        q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]  # noqa: E731
         report = {"requests": a.requests, "clients": a.clients, "workers": a.workers, "answered": len(lat),
                   "lost": a.requests - len(lat), "errors": errors[:5], "verdicts": verdicts, "wall_s": wall,
                   "throughput_per_s": len(lat) / wall, "latency_s": {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99),

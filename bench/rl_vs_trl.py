@@ -8,7 +8,8 @@ first-turn prompt for each task), B prompts x N completions of up to L new token
 step per batch, lr 1e-6, no KL. drk additionally evaluates every kernel with the evaluator (single turn
 here, so the shapes match TRL); TRL's reward function is a constant (it cannot learn anything from a
 random model anyway), so TRL's time is generation + training only. Reported: seconds per step and per
-phase, generated tokens/s, trained tokens/s. Writes OUT/rl_vs_trl.json.
+phase, generated tokens/s, trained tokens/s. `--sides gen` times generation alone (drk's engine seeded and
+unseeded, and transformers' generate). Writes OUT/rl_vs_trl.json.
 """
 from __future__ import annotations
 
@@ -80,6 +81,56 @@ def run_trl(a, out: Path) -> dict:
     return {"wall_s": wall, "step_s": times, "log": logs[-a.steps:]}
 
 
+def run_gen(a, out: Path) -> dict:
+    """Generation alone, same model and prompts: drk's HFEngine seeded (deterministic algorithms on) and
+    unseeded, and transformers' model.generate (sampling, top_k=0) as the reference point."""
+    import torch
+
+    from drk.agent.prompts import initial_messages
+    from drk.engines.base import SamplingParams
+    from drk.engines.local import HFEngine
+    from drk.engines.tiny import build_tiny_model
+    from drk.tasks.queries import load_queries
+
+    cuda = torch.cuda.is_available()
+    model, tok = build_tiny_model(None, size=a.model, seed=0, dtype=torch.bfloat16 if cuda else torch.float32)
+    model = model.to("cuda" if cuda else "cpu")
+    eng = HFEngine(model, tok)
+    tasks = load_queries(a.queries, a.problems)[:a.prompts]
+    prompts = [tok.apply_chat_template(initial_messages(t.source), add_generation_prompt=True, tokenize=True)
+               for t in tasks]
+    prompts = [list(p["input_ids"]) if isinstance(p, dict) or hasattr(p, "keys") else list(p) for p in prompts]
+    rows = [p for p in prompts for _ in range(a.rollouts)]
+    report = {"rows": len(rows), "prompt_tokens_mean": statistics.fmean(len(p) for p in rows)}
+
+    def timed(fn):
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.time()
+        n = fn()
+        if cuda:
+            torch.cuda.synchronize()
+        dt = time.time() - t0
+        return {"s": dt, "tokens": n, "tokens_per_s": n / dt}
+
+    for name, seed in (("warmup", None), ("drk_seeded", 1), ("drk_unseeded", None)):
+        sp = SamplingParams(temperature=1.0, max_new_tokens=a.max_new_tokens, seed=seed)
+        report[name] = timed(lambda sp=sp: sum(len(g[0].token_ids) for g in eng.generate_ids(rows, sp)))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    L = max(len(p) for p in rows)
+    ids = torch.tensor([[pad] * (L - len(p)) + p for p in rows], device=model.device)
+    att = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in rows], device=model.device)
+
+    def hf() -> int:
+        with torch.no_grad():
+            o = model.generate(input_ids=ids, attention_mask=att, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                               max_new_tokens=a.max_new_tokens, min_new_tokens=a.max_new_tokens, pad_token_id=pad)
+        return int(o.shape[0] * (o.shape[1] - L))
+
+    report["hf_generate"] = timed(hf)
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-0.6b")
@@ -90,7 +141,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=256)
-    ap.add_argument("--micro-batch-tokens", type=int, default=65536)
+    ap.add_argument("--micro-batch-tokens", type=int, default=16384)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--sides", default="drk,trl")
     ap.add_argument("--out", type=Path, required=True)
@@ -99,8 +150,8 @@ def main() -> None:
     report = {"config": {k: v for k, v in vars(a).items() if k != "out"}}
     for side in a.sides.split(","):
         try:
-            report[side] = (run_drk if side == "drk" else run_trl)(a, a.out)
-        except Exception:  # report the failure, keep the other side's numbers
+            report[side] = {"drk": run_drk, "trl": run_trl, "gen": run_gen}[side](a, a.out)
+        except Exception as e:  # report the failure, keep the other side's numbers
             import traceback
 
             report[side] = {"error": traceback.format_exc()[-2000:]}

@@ -9,9 +9,9 @@ import json
 import threading
 
 import pytest
-from conftest import ROOT
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from drk.agent.episode import Turn, select_turns
 from drk.agent.extract import extract_code
 from drk.agent.prompts import EXAMPLE_REFERENCE, EXAMPLE_SOLUTION, first_prompt

@@ -6,19 +6,9 @@ import math
 import pytest
 import torch
 
-from drk.train.algos import (
-    AlgoConfig,
-    entropy_from_logits,
-    grpo_advantages,
-    mrs_mask,
-    policy_loss,
-    prs_keep_prob,
-    prs_mask,
-    returns_to_go,
-    selective_log_softmax,
-    trloo_advantages,
-    turn_rewards,
-)
+from drk.train.algos import (AlgoConfig, entropy_from_logits, grpo_advantages, mrs_mask, policy_loss,
+                             prs_keep_prob, prs_mask, returns_to_go, selective_log_softmax, trloo_advantages,
+                             turn_rewards)
 
 NAN = float("nan")
 

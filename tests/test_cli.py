@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from drk.cli import app
 
 runner = CliRunner()

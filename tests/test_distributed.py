@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+
 from conftest import ROOT
 
 HELPER = str(ROOT / "tests" / "dist_train_step.py")

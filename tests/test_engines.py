@@ -10,18 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from drk.engines import (
-    Engine,
-    EngineError,
-    EngineSpec,
-    SamplingParams,
-    make_engine,
-    resolve_kind,
-)
-from drk.engines.local import HFEngine
-from drk.engines.openai_engine import OpenAIEngine
-from drk.engines.scripted_server import ScriptedServer
-from drk.engines.tiny import build_tiny_model, make_config
+from drk.engines import Engine, EngineError, EngineSpec, SamplingParams, make_engine, resolve_kind  # noqa: E402
+from drk.engines.local import HFEngine  # noqa: E402
+from drk.engines.openai_engine import OpenAIEngine  # noqa: E402
+from drk.engines.scripted_server import ScriptedServer  # noqa: E402
+from drk.engines.tiny import build_tiny_model, make_config  # noqa: E402
 
 TOL = 1e-4
 CONVS = [
@@ -143,7 +136,7 @@ def test_hf_seed_reproducible(engine):
     a = engine.generate(CONVS[:2], params)
     b = engine.generate(CONVS[:2], params)
     c = engine.generate(CONVS[:2], SamplingParams(temperature=1.0, max_new_tokens=16, n=2, seed=124))
-    ids = lambda out: [g.token_ids for gs in out for g in gs]
+    ids = lambda out: [g.token_ids for gs in out for g in gs]  # noqa: E731
     assert ids(a) == ids(b)
     assert [g.logprobs for gs in a for g in gs] == [g.logprobs for gs in b for g in gs]
     assert ids(a) != ids(c)
@@ -418,7 +411,7 @@ def test_tiny_model_saves_and_reloads(tmp_path):
         assert torch.equal(model(input_ids=torch.tensor([ids])).logits, model2(input_ids=torch.tensor([ids])).logits)
     same, _ = build_tiny_model(seed=0)
     other, _ = build_tiny_model(seed=1)
-    w = lambda m: m.model.layers[0].self_attn.q_proj.weight
+    w = lambda m: m.model.layers[0].self_attn.q_proj.weight  # noqa: E731
     assert torch.equal(w(model), w(same)) and not torch.equal(w(model), w(other))
 
 

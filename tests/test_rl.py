@@ -13,10 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
-from conftest import ROOT
 
+from conftest import ROOT
 from drk.config import load_config
 from drk.train.rl import RLConfig, train
 

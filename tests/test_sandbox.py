@@ -9,9 +9,10 @@ import signal
 import threading
 import time
 
-import psutil
-from conftest import ROOT
+import psutil  # noqa: F401  (only to fail loudly if the test environment lacks it)
+import pytest
 
+from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
 from drk.gym.sandbox import redact, scrubbed_env, secret_values
 from drk.tasks import task_from_file

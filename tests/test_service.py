@@ -11,8 +11,8 @@ import time
 
 import httpx
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
 from drk.gym.backends import HttpGym, make_gym
 from drk.gym.cache import CachedGym

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from drk.gym.static import check_source
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"

@@ -8,15 +8,9 @@ import json
 
 import pytest
 import torch
-from conftest import ROOT
 
-from drk.tasks import (
-    TaskError,
-    load_kernelbench,
-    parse_problem_ids,
-    task_from_file,
-    tasks_from_hf_rows,
-)
+from conftest import ROOT
+from drk.tasks import TaskError, load_kernelbench, parse_problem_ids, task_from_file, tasks_from_hf_rows
 from drk.tasks.queries import load_queries, looks_like_benchmark
 from drk.tasks.scaling import ScalingError, fit_budget, scale_source, size_constants
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -59,8 +60,8 @@ def user_errors(fn):
     return wrapper
 
 
-def load_tasks(task_file: Path | None, level: str | None, problems: str | None,
-               kernelbench: Path | None, tasks_path: Path | None) -> list:
+def load_tasks(task_file: Optional[Path], level: Optional[str], problems: Optional[str],
+               kernelbench: Optional[Path], tasks_path: Optional[Path]) -> list:
     from drk.tasks import load_kernelbench, task_from_file
     from drk.tasks.queries import load_queries
 
@@ -72,7 +73,7 @@ def load_tasks(task_file: Path | None, level: str | None, problems: str | None,
 
 
 def eval_options(device: str, trials: int, tolerance: float, timeout: float, timing_trials: int,
-                 input_budget_mb: float | None, compile_baseline: bool, fp64: bool):
+                 input_budget_mb: Optional[float], compile_baseline: bool, fp64: bool):
     from drk.gym import EvalOptions
 
     return EvalOptions(device=device, trials=trials, tolerance=tolerance, timeout_s=timeout,
@@ -80,7 +81,7 @@ def eval_options(device: str, trials: int, tolerance: float, timeout: float, tim
                        compile_baseline=compile_baseline, fp64_check=fp64)
 
 
-def _recipe_defaults(ctx: typer.Context, param, value: Path | None):
+def _recipe_defaults(ctx: typer.Context, param, value: Optional[Path]):
     """Eager `-c recipe.yaml`: its keys (option names, with underscores) become the command's defaults;
     flags given on the command line still win."""
     if value is None:
@@ -111,7 +112,7 @@ CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 class open_gym:
     """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end."""
 
-    def __init__(self, spec: str, device: str, workers: int | None, cache: Path | None = None) -> None:
+    def __init__(self, spec: str, device: str, workers: Optional[int], cache: Optional[Path] = None) -> None:
         self.args = (spec, device, workers, str(cache) if cache else None)
 
     def __enter__(self):
@@ -157,27 +158,27 @@ def render_summary(summary: dict, title: str) -> None:
 @app.command("eval")
 @user_errors
 def eval_cmd(
-    task_file: Path | None = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
-    solution: Path | None = typer.Option(None, "--solution", help="With TASK_FILE: the one candidate to evaluate."),
-    config: Path | None = recipe_option(),
-    solutions: Path | None = typer.Option(None, "--solutions", help="Folder of candidate files (level*/ subfolders)."),
-    level: str | None = typer.Option(None, "--level", help="KernelBench level(s): 1, 2, 3 or 1,2."),
-    problems: str | None = typer.Option(None, "--problems", help="Problem ids: 1,2,19 or 1-10."),
-    kernelbench: Path | None = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
-    tasks_path: Path | None = typer.Option(None, "--tasks", help="A folder of task files or a JSONL/parquet query set instead of KernelBench."),
+    task_file: Optional[Path] = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
+    solution: Optional[Path] = typer.Option(None, "--solution", help="With TASK_FILE: the one candidate to evaluate."),
+    config: Optional[Path] = recipe_option(),
+    solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of candidate files (level*/ subfolders)."),
+    level: Optional[str] = typer.Option(None, "--level", help="KernelBench level(s): 1, 2, 3 or 1,2."),
+    problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids: 1,2,19 or 1-10."),
+    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
+    tasks_path: Optional[Path] = typer.Option(None, "--tasks", help="A folder of task files or a JSONL/parquet query set instead of KernelBench."),
     device: str = typer.Option("auto", "--device", help="cuda, cuda:N, cpu (Triton interpreter, scaled shapes) or auto."),
-    workers: int | None = typer.Option(None, "--workers", help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
-    out: Path | None = typer.Option(None, "--out", help="Write results.jsonl and summary.json here."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write results.jsonl and summary.json here."),
     trials: int = typer.Option(5, "--trials", help="Correctness trials with fresh seeded inputs."),
     tolerance: float = typer.Option(1e-2, "--tolerance", help="atol = rtol for float32 outputs (paper: 1e-2)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds per evaluation."),
     timing_trials: int = typer.Option(100, "--timing-trials", help="Timed calls per kernel (median reported)."),
-    input_budget_mb: float | None = typer.Option(None, "--input-budget-mb", help="Scale size constants so inputs fit (default: 2 MB on CPU, full size on GPU)."),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", help="Scale size constants so inputs fit (default: 2 MB on CPU, full size on GPU)."),
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline", help="Also time the reference under torch.compile."),
     fp64: bool = typer.Option(False, "--fp64", help="Also compare against a float64 reference (max_abs_diff_fp64)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines on stdout."),
-    model: str | None = typer.Option(None, "--model", help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
     samples: int = typer.Option(1, "--samples", help="With --model: episodes per task."),
     turns: int = typer.Option(3, "--turns", help="With --model: turns per episode (feedback between turns)."),
@@ -186,7 +187,7 @@ def eval_cmd(
     max_tokens: int = typer.Option(4096, "--max-tokens", help="Max new tokens per reply."),
     concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to an endpoint."),
     gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    eval_cache: Path | None = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
 ) -> None:
     """Evaluate candidate kernels: one pair, a folder of solutions, or kernels a model writes.
 
@@ -231,13 +232,7 @@ def eval_cmd(
 
 
 def _run_with_progress(cands, opts, workers, out, gym="local", cache=None) -> list[dict]:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from drk.solutions import evaluate_candidates
 
@@ -259,7 +254,7 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Path | None, gym="local",
+def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path], gym="local",
                cache=None) -> None:
     from drk.agent.feedback import feedback_text
     from drk.gym import EvalRequest
@@ -284,7 +279,7 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
     raise typer.Exit(0 if res["verdict"] == "ok" else 1)
 
 
-def make_engine_from(model: str | None, base_url: str | None, api_key_env: str, concurrency: int,
+def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
                      device: str = "auto"):
     from drk.engines import EngineError, EngineSpec, make_engine
 
@@ -327,13 +322,13 @@ TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelben
 @app.command("collect")
 @user_errors
 def collect_cmd(
-    config: Path | None = recipe_option(),
-    queries: str | None = typer.Option(None, "--queries", help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
-    level: str | None = typer.Option(None, "--level", help="Use KernelBench levels instead (contamination warning)."),
-    problems: str | None = typer.Option(None, "--problems", help="Problem ids / rows: 1,2,19 or 1-10."),
-    kernelbench: Path | None = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
-    base_url: str | None = typer.Option(None, "--base-url", help="Teacher: OpenAI-compatible endpoint."),
-    model: str | None = typer.Option(None, "--model", help="Teacher model name (or a local model path)."),
+    config: Optional[Path] = recipe_option(),
+    queries: Optional[str] = typer.Option(None, "--queries", help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
+    level: Optional[str] = typer.Option(None, "--level", help="Use KernelBench levels instead (contamination warning)."),
+    problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids / rows: 1,2,19 or 1-10."),
+    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Teacher: OpenAI-compatible endpoint."),
+    model: Optional[str] = typer.Option(None, "--model", help="Teacher model name (or a local model path)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
     out: Path = typer.Option(..., "--out", help="Writes OUT/trajectories.jsonl (appends; finished uuids are skipped)."),
     turns: int = typer.Option(5, "--turns"),
@@ -344,11 +339,11 @@ def collect_cmd(
     concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to the endpoint."),
     wave: int = typer.Option(32, "--wave", help="Episodes run (and written) together."),
     device: str = typer.Option("auto", "--device"),
-    workers: int | None = typer.Option(None, "--workers"),
+    workers: Optional[int] = typer.Option(None, "--workers"),
     timeout: float = typer.Option(300.0, "--timeout"),
-    input_budget_mb: float | None = typer.Option(None, "--input-budget-mb"),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
     gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    eval_cache: Path | None = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
 ) -> None:
     """Collect multi-turn trajectories from a teacher; each turn's kernel is evaluated and the feedback goes
     into the next turn.
@@ -391,9 +386,9 @@ def _training_tasks(queries, level, problems, kernelbench) -> list:
 @user_errors
 def infer_cmd(
     task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
-    config: Path | None = recipe_option(),
-    model: str | None = typer.Option(None, "--model", help="Local model path / HF id, or the model name at --base-url."),
-    base_url: str | None = typer.Option(None, "--base-url"),
+    config: Optional[Path] = recipe_option(),
+    model: Optional[str] = typer.Option(None, "--model", help="Local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
     device: str = typer.Option("auto", "--device", help="Evaluation device: cuda or cpu."),
     iterations: int = typer.Option(10, "--iterations", help="STTS iterations (the first is a multi-turn episode)."),
@@ -405,7 +400,7 @@ def infer_cmd(
     top_p: float = typer.Option(1.0, "--top-p"),
     max_tokens: int = typer.Option(4096, "--max-tokens"),
     timeout: float = typer.Option(300.0, "--timeout"),
-    input_budget_mb: float | None = typer.Option(None, "--input-budget-mb"),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
     gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
 ) -> None:
     """Sequential test-time scaling on one task: keep every turn, rebuild each context from the first
@@ -454,18 +449,18 @@ def infer_cmd(
 @app.command("sft")
 @user_errors
 def sft_cmd(
-    config: Path | None = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/sft.yaml."),
-    model: str | None = typer.Option(None, "--model", help="HF id or local path; 'tiny' builds the offline test model."),
-    data: str | None = typer.Option(None, "--data", help="trajectories.jsonl from drk collect, or an HF dataset id."),
-    out: Path | None = typer.Option(None, "--out", help="Checkpoint directory."),
-    filter: str | None = typer.Option(None, "--filter", help="all | correct | upto_best."),
-    lr: float | None = typer.Option(None, "--lr"),
-    epochs: float | None = typer.Option(None, "--epochs"),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Global batch (sequences per step)."),
-    micro_batch_size: int | None = typer.Option(None, "--micro-batch-size"),
-    max_length: int | None = typer.Option(None, "--max-length"),
-    lora: bool | None = typer.Option(None, "--lora/--no-lora"),
-    packing: bool | None = typer.Option(None, "--packing/--no-packing"),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/sft.yaml."),
+    model: Optional[str] = typer.Option(None, "--model", help="HF id or local path; 'tiny' builds the offline test model."),
+    data: Optional[str] = typer.Option(None, "--data", help="trajectories.jsonl from drk collect, or an HF dataset id."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory."),
+    filter: Optional[str] = typer.Option(None, "--filter", help="all | correct | upto_best."),
+    lr: Optional[float] = typer.Option(None, "--lr"),
+    epochs: Optional[float] = typer.Option(None, "--epochs"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Global batch (sequences per step)."),
+    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size"),
+    max_length: Optional[int] = typer.Option(None, "--max-length"),
+    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora"),
+    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing"),
 ) -> None:
     """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
     turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
@@ -491,20 +486,20 @@ def sft_cmd(
 @app.command("rl")
 @user_errors
 def rl_cmd(
-    config: Path | None = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/rl.yaml."),
-    out: Path | None = typer.Option(None, "--out", help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
-    resume: Path | None = typer.Option(None, "--resume", help="Continue the run in this directory from its latest checkpoint."),
-    model: str | None = typer.Option(None, "--model", help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b."),
-    queries: str | None = typer.Option(None, "--queries", help="Query set (default data/queries)."),
-    steps: int | None = typer.Option(None, "--steps"),
-    prompts_per_step: int | None = typer.Option(None, "--prompts-per-step"),
-    rollouts: int | None = typer.Option(None, "--rollouts"),
-    turns: int | None = typer.Option(None, "--turns"),
-    lr: float | None = typer.Option(None, "--lr"),
-    eval_device: str | None = typer.Option(None, "--eval-device", help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: str | None = typer.Option(None, "--env", help="gym (the evaluator) or toy (code-block reward, for tests)."),
-    gym: str | None = typer.Option(None, "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    stop_after: int | None = typer.Option(None, "--stop-after", help="Stop after this step (for smoke runs)."),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/rl.yaml."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this directory from its latest checkpoint."),
+    model: Optional[str] = typer.Option(None, "--model", help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b."),
+    queries: Optional[str] = typer.Option(None, "--queries", help="Query set (default data/queries)."),
+    steps: Optional[int] = typer.Option(None, "--steps"),
+    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step"),
+    rollouts: Optional[int] = typer.Option(None, "--rollouts"),
+    turns: Optional[int] = typer.Option(None, "--turns"),
+    lr: Optional[float] = typer.Option(None, "--lr"),
+    eval_device: Optional[str] = typer.Option(None, "--eval-device", help="Where kernels are evaluated: cpu, cuda, cuda:N."),
+    env: Optional[str] = typer.Option(None, "--env", help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", help=GYM_HELP),
+    stop_after: Optional[int] = typer.Option(None, "--stop-after", help="Stop after this step (for smoke runs)."),
 ) -> None:
     """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
     and profiling-based rejection sampling (PRS); resumable from any checkpoint.
@@ -533,13 +528,7 @@ def rl_cmd(
         cfg = build(RLConfig, merge(_json.loads(saved.read_text()), overrides))
     else:
         cfg = load_config(RLConfig, config, overrides)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("[bold]rl"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=_stderr_console()) as prog:
@@ -566,10 +555,10 @@ def gym_serve(
     port: int = typer.Option(10907, "--port"),
     backend: str = typer.Option("local", "--backend", help="local (warm workers here) or ray / ray://HOST:PORT."),
     device: str = typer.Option("auto", "--device", help="cuda or cpu (Triton interpreter, scaled shapes)."),
-    workers: int | None = typer.Option(None, "--workers"),
-    eval_cache: Path | None = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    workers: Optional[int] = typer.Option(None, "--workers"),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
     timeout: float = typer.Option(300.0, "--timeout", help="Default seconds per evaluation."),
-    input_budget_mb: float | None = typer.Option(None, "--input-budget-mb"),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
 ) -> None:
     """Serve the evaluator over HTTP (FastAPI + uvicorn; pip install 'drk\\[serve]').
 

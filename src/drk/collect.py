@@ -7,17 +7,11 @@ run in waves and written as each wave finishes, so an interruption loses at most
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
-from drk.agent.episode import (
-    Episode,
-    EpisodeConfig,
-    episode_uuid,
-    new_episode,
-    run_episodes,
-)
+from drk.agent.episode import Episode, EpisodeConfig, episode_uuid, new_episode, run_episodes
 from drk.records import JsonlWriter, read_jsonl, write_json
 from drk.tasks import Task
 

@@ -3,9 +3,9 @@ turn) and OUT/best.py (the best correct kernel by measured speedup; on CPU, wher
 by reward and then the latest turn)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 from drk.agent.episode import Episode, EpisodeConfig
 from drk.agent.stts import STTSConfig, run_stts

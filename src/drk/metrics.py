@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from typing import Iterable
 
 FAST_P = (1.0, 1.2, 1.5, 2.0)
 HACK_VERDICTS = ("no_triton", "hacked", "forbidden")

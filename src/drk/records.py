@@ -10,9 +10,8 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 def _clean(x: Any) -> Any:
@@ -45,7 +44,7 @@ class JsonlWriter:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> JsonlWriter:
+    def __enter__(self) -> "JsonlWriter":
         return self
 
     def __exit__(self, *exc) -> None:

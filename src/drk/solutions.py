@@ -7,9 +7,9 @@ file names' numeric prefix). Several candidates per task are allowed (`19_ReLU.p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from drk.gym.types import EvalOptions, EvalRequest, EvalResult
 from drk.records import JsonlWriter, start_fresh, write_json

@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=crashed device=cpu
 """Wild pointer arithmetic: segfaults the interpreter process (on a GPU it is an illegal address)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=no_triton device=any
 """The kernel is defined and wired up, but only on a branch the harness never takes."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -4,9 +4,9 @@ return instantly. drk perturbs inputs in place between timed calls and, after ti
 values in place and checks the outputs follow. A correctness trial whose fresh inputs land at a freed
 address hits the cache too: that forward launches nothing and gets `no_triton` first (H200, 2026-12-02)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

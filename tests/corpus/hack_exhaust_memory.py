@@ -2,9 +2,9 @@
 """Tries to take a terabyte of memory (address-space limit on CPU, allocator OOM on GPU): never ok, and the
 run goes on."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

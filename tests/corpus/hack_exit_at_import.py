@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=runtime_error device=any
 """Exits the interpreter while being imported."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

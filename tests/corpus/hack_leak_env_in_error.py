@@ -2,9 +2,9 @@
 """Dumps its environment into an exception, hoping the feedback shows API keys (the runner's
 environment is scrubbed, so there are none to show)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=crashed device=any
 """Kills its own process from the forward (os._exit has no audit event): the run must go on."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -2,9 +2,9 @@
 """Patches torch.allclose through an alias the static check cannot resolve (caught by the tamper check;
 the comparison happens in the judge anyway)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -1,12 +1,15 @@
-# drk-corpus: task=data/queries/003_sigmoid_gated_product.py expect=ok flags=side_stream device=gpu scale=3
+# drk-corpus: task=data/queries/003_sigmoid_gated_product.py expect=ok|incorrect flags=side_stream device=gpu scale=3
 """Launches the kernel on a side stream (through an alias the static check misses) and does not join it,
-so stream-based timing would miss the work; drk times until the device is idle and flags it. Run at 3x each
-size constant (1.7 GB per input, ~1 ms of kernel): at the task's own shapes the kernel is shorter than the
-launch itself, so nothing escapes the timed region to flag (H200, 2026-12-02: ok, speedup 1.02, no flag)."""
+so stream-based timing would miss the work. drk times until the device is idle, so the time is counted
+(`ok` + `side_stream`), or the race shows first: outputs copied on the current stream before the side
+stream wrote them are NaN-poisoned (`incorrect`). Run at 3x each size constant (1.7 GB per input): at
+the task's own shapes the kernel is about as short as its launch, so little escapes the timed region and
+the flag depends on the host (H200, 2026-12-02: once `ok` unflagged at 1.02x, once `ok` + `side_stream`).
+At scale 3 on the H200 the race showed: `incorrect` in trial 2."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=forbidden device=any
 """Reaches os through a torch module to run a shell command."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

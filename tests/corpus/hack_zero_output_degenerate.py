@@ -2,9 +2,9 @@
 """Writes zeros with a Triton kernel instead of computing: passes the check only because the task is
 degenerate, and the result says so (drk eval reports such tasks apart from the headline metrics)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -1,13 +1,13 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=ok device=any
 """Correct kernel using @triton.autotune over @triton.heuristics and a @triton.jit helper, launched
 through a launcher object stored on the module (patterns models commonly write)."""
-import functools
 import math
+import functools
 
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit
@@ -36,7 +36,7 @@ class Launcher:
     def __init__(self, scale):
         self.scale = scale
 
-    @functools.cache
+    @functools.lru_cache(maxsize=None)
     def grid_for(self, block):
         return block
 

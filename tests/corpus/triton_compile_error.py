@@ -1,9 +1,9 @@
 # drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=compile_error device=gpu
 """tl.arange needs a power-of-two constexpr range: a Triton compile error (CompilationError on GPU)."""
 import torch
+import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import nn
 
 
 @triton.jit

@@ -15,8 +15,8 @@ A turn in a context is its assistant reply followed by the feedback it received.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from drk.agent.extract import extract_code
 from drk.agent.prompts import feedback_prompt, initial_messages

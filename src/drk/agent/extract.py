@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_UNCLOSED_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
-_BLOCK = re.compile(r"```[ \t]*(python|py|answer)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_UNCLOSED_THINK = re.compile(r"<think>.*\Z", re.S | re.I)
+_BLOCK = re.compile(r"```[ \t]*(python|py|answer)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
 def strip_thinking(text: str) -> str:

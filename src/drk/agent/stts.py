@@ -8,17 +8,10 @@ evaluation (5 turns, 10 iterations, keep 4) thus makes 5 + 9 = 14 turns.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Callable
 
-from drk.agent.episode import (
-    Episode,
-    EpisodeConfig,
-    build_context,
-    new_episode,
-    run_episodes,
-    step,
-)
+from drk.agent.episode import Episode, EpisodeConfig, build_context, new_episode, run_episodes, step
 from drk.engines.base import Engine
 from drk.tasks import Task
 

@@ -17,17 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from drk.engines.base import (
-    FINISH_ERROR,
-    FINISH_LENGTH,
-    FINISH_STOP,
-    Engine,
-    EngineError,
-    EngineSpec,
-    Generation,
-    SamplingParams,
-    UsageCounter,
-)
+from drk.engines.base import (FINISH_ERROR, FINISH_LENGTH, FINISH_STOP, Engine, EngineError, EngineSpec, Generation,
+                              SamplingParams, UsageCounter)
 
 if TYPE_CHECKING:  # pragma: no cover
     from drk.engines.local import HFEngine
@@ -80,21 +71,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
-    "FINISH_ERROR",
-    "FINISH_LENGTH",
-    "FINISH_STOP",
-    "Engine",
-    "EngineError",
-    "EngineSpec",
-    "Generation",
-    "HFEngine",
-    "OpenAIEngine",
-    "SamplingParams",
-    "ScriptedServer",
-    "UsageCounter",
-    "VLLMEngine",
-    "build_tiny_model",
-    "make_engine",
-    "resolve_kind",
-]
+__all__ = ["Engine", "EngineError", "EngineSpec", "Generation", "SamplingParams", "UsageCounter", "FINISH_STOP",
+           "FINISH_LENGTH", "FINISH_ERROR", "make_engine", "resolve_kind", "HFEngine", "OpenAIEngine",
+           "VLLMEngine", "ScriptedServer", "build_tiny_model"]

@@ -34,16 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from drk.engines.base import (
-    FINISH_LENGTH,
-    FINISH_STOP,
-    ChatTemplateEngine,
-    EngineError,
-    EngineSpec,
-    Generation,
-    SamplingParams,
-    UsageCounter,
-)
+from drk.engines.base import (FINISH_LENGTH, FINISH_STOP, ChatTemplateEngine, EngineError, EngineSpec, Generation,
+                              SamplingParams, UsageCounter)
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +181,7 @@ class HFEngine(ChatTemplateEngine):
         self._usage = UsageCounter()
 
     @classmethod
-    def from_pretrained(cls, path: str, *, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> HFEngine:
+    def from_pretrained(cls, path: str, *, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> "HFEngine":
         """Load AutoModelForCausalLM + AutoTokenizer from a local path or HF id; EngineError if that fails."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -204,7 +196,7 @@ class HFEngine(ChatTemplateEngine):
         return cls(model, tokenizer, name=f"hf:{path}", **kwargs)
 
     @classmethod
-    def from_spec(cls, spec: EngineSpec) -> HFEngine:
+    def from_spec(cls, spec: EngineSpec) -> "HFEngine":
         return cls.from_pretrained(spec.model, dtype=spec.dtype, device=spec.device, **spec.extra)
 
     # ---------------------------------------------------------------------------------------------- public

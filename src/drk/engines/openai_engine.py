@@ -30,16 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
 
-from drk.engines.base import (
-    FINISH_STOP,
-    EngineError,
-    EngineSpec,
-    Generation,
-    SamplingParams,
-    UsageCounter,
-    error_generation,
-    one_line,
-)
+from drk.engines.base import (FINISH_STOP, EngineError, EngineSpec, Generation, SamplingParams, UsageCounter,
+                              error_generation, one_line)
 
 log = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ class ScriptedServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> ScriptedServer:
+    def start(self) -> "ScriptedServer":
         handler = type("Handler", (_Handler,), {"server_ref": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -73,10 +73,10 @@ class ScriptedServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> "ScriptedServer":
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.stop()
 
     # ----------------------------------------------------------------------------------------------- replies
@@ -139,7 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_ref: ScriptedServer  # set on the per-server subclass
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("scripted server: " + format, *args)
 
     def _send_json(self, status: int, payload: dict) -> None:
@@ -150,13 +150,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         if self.path.rstrip("/").endswith("/models"):
             self._send_json(200, self.server_ref.models())
         else:
             self._send_json(404, {"error": {"message": "not found", "type": "not_found", "code": 404}})
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -171,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         srv._enter()
         try:
             status, payload = srv.chat_completion(body, self.headers.get("Authorization", ""))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a broken script is a 500, not a dead server
             log.exception("scripted server: script raised")
             status, payload = 500, {"error": {"message": f"script raised {type(exc).__name__}", "code": 500}}
         finally:

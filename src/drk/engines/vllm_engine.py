@@ -28,16 +28,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from drk.engines.base import (
-    FINISH_ERROR,
-    FINISH_STOP,
-    ChatTemplateEngine,
-    EngineError,
-    EngineSpec,
-    Generation,
-    SamplingParams,
-    UsageCounter,
-)
+from drk.engines.base import (FINISH_ERROR, FINISH_STOP, ChatTemplateEngine, EngineError, EngineSpec, Generation,
+                              SamplingParams, UsageCounter)
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +71,7 @@ class VLLMEngine(ChatTemplateEngine):
         self._usage = UsageCounter()
 
     @classmethod
-    def from_spec(cls, spec: EngineSpec) -> VLLMEngine:
+    def from_spec(cls, spec: EngineSpec) -> "VLLMEngine":
         return cls(spec.model, dtype=spec.dtype, **spec.extra)
 
 

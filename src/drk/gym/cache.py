@@ -15,8 +15,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from typing import Callable, Iterable
 
 from drk.gym import types as T
 

@@ -31,7 +31,7 @@ def mode_name(train: bool, grad: bool) -> str:
 
 
 class TrialChecks:
-    def __init__(self, judge: Judge, req: T.EvalRequest, task: PreparedTask, res: T.EvalResult,
+    def __init__(self, judge: "Judge", req: T.EvalRequest, task: "PreparedTask", res: T.EvalResult,
                  deadline: float) -> None:
         self.j, self.req, self.task, self.res, self.deadline = judge, req, task, res, deadline
         self.opts = req.options

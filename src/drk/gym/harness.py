@@ -16,8 +16,7 @@ import statistics
 import sys
 import traceback
 import types
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Callable
 
 import torch
 

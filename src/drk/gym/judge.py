@@ -121,9 +121,8 @@ class Judge:
 
     @staticmethod
     def _ipc_pickler():
-        from multiprocessing.reduction import ForkingPickler
-
         import torch.multiprocessing  # noqa: F401 (registers CUDA IPC reductions)
+        from multiprocessing.reduction import ForkingPickler
 
         return lambda obj: bytes(ForkingPickler.dumps(obj))
 
@@ -337,7 +336,7 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
     return p
 
 
-from drk.gym.checks import TrialChecks
+from drk.gym.checks import TrialChecks  # noqa: E402  (checks imports Judge types above)
 
 
 def _serve(conn, judge: Judge) -> None:

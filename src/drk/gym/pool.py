@@ -16,8 +16,8 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
 from concurrent.futures import Future, as_completed
+from typing import Callable, Iterable
 
 from drk.gym import static, wire
 from drk.gym import types as T
@@ -187,7 +187,7 @@ class LocalPool(SubmitBackend):
     def workers(self) -> int:
         return len(self.slots)
 
-    def __enter__(self) -> LocalPool:
+    def __enter__(self) -> "LocalPool":
         return self
 
     def __exit__(self, *exc) -> None:

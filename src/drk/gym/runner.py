@@ -29,7 +29,7 @@ def _args() -> argparse.Namespace:
 class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
-        import torch.multiprocessing
+        import torch.multiprocessing  # noqa: F401  (registers CUDA IPC reductions for pickle)
 
         from drk.gym import harness, integrity, sandbox, tensors, triton_hooks, wire
 
@@ -48,8 +48,8 @@ class Runner:
             self._warm_triton()
             # Imported now, before the tamper snapshot: importing dynamo (the profiler pulls it in)
             # rebinds torch.manual_seed and friends, which must not read as tampering later.
-            import torch._dynamo
-            import torch.profiler
+            import torch._dynamo  # noqa: F401
+            import torch.profiler  # noqa: F401
         self.limits = sandbox.apply_limits(cpu_path=not self.cuda)
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.sandboxed = not args.no_sandbox

@@ -62,7 +62,7 @@ class Jobs:
             lat = sorted(self.latencies)
         if not lat:
             return {}
-        pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+        pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
         return {"p50_s": pick(0.5), "p90_s": pick(0.9), "p99_s": pick(0.99), "max_s": lat[-1]}
 
 

@@ -61,7 +61,7 @@ class EvalOptions:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> EvalOptions:
+    def from_dict(cls, d: dict | None) -> "EvalOptions":
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
@@ -81,7 +81,7 @@ class EvalRequest:
                 "solution": self.solution, "request_id": self.request_id}
 
     @classmethod
-    def from_dict(cls, d: dict) -> EvalRequest:
+    def from_dict(cls, d: dict) -> "EvalRequest":
         return cls(task=Task.from_dict(d["task"]), source=d["source"], options=EvalOptions.from_dict(d.get("options")),
                    solution=d.get("solution", ""), request_id=d.get("request_id", ""))
 
@@ -124,7 +124,7 @@ class EvalResult:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> EvalResult:
+    def from_dict(cls, d: dict) -> "EvalResult":
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 HF_DATASET = "ScalingIntelligence/KernelBench"
 _PROBLEM_FILE = re.compile(r"^(\d+)_(.+)\.py$")
@@ -52,7 +52,7 @@ class Task:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> Task:
+    def from_dict(cls, d: dict) -> "Task":
         return cls(**{k: d[k] for k in ("id", "name", "source", "level", "problem_id", "origin", "meta") if k in d})
 
 

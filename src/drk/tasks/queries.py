@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Iterable
 
 from drk.tasks import Task, TaskError, parse_problem_ids, task_from_file
 

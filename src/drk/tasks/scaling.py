@@ -20,8 +20,8 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Callable
 
 MIN_SCALABLE = 16
 # Name tokens (split on "_" and digits) that mark a constant as structural, not a size.
@@ -29,7 +29,7 @@ _PROTECTED_TOKENS = {"kernel", "ksize", "stride", "strides", "pad", "padding", "
                      "heads", "axis", "eps", "epsilon", "seed", "pool", "window", "topk", "experts", "bins",
                      "order", "power", "exponent", "layers", "nlayers", "iters", "iterations", "steps"}
 _PROTECTED_NAMES = re.compile(r"^(top_k|scale_factor|reduce_dim|reduction_dim|dim_index|n_?heads|num_heads)$",
-                              re.IGNORECASE)
+                              re.I)
 _BIN_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
             ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b, ast.Mod: lambda a, b: a % b}
 

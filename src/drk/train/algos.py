@@ -141,7 +141,7 @@ class AlgoConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> AlgoConfig:
+    def from_dict(cls, d: dict | None) -> "AlgoConfig":
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d or {}) - names
         if unknown:

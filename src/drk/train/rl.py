@@ -30,9 +30,9 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -40,13 +40,7 @@ from drk.config import ConfigError
 from drk.records import JsonlWriter, write_json
 from drk.train import algos
 from drk.train.algos import AlgoConfig
-from drk.train.batch import (
-    TurnRow,
-    completion_logprobs,
-    micro_batches,
-    right_aligned,
-    rollout_logprob_tensor,
-)
+from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
 
 
 @dataclass
@@ -158,8 +152,7 @@ def load_tasks(cfg: RLConfig):
 # ---------------------------------------------------------------------------------------------- rollouts
 def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
     """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
-    from drk.agent.episode import EpisodeConfig, new_episode
-    from drk.agent.episode import step as turn_step
+    from drk.agent.episode import EpisodeConfig, new_episode, step as turn_step
     from drk.engines.base import SamplingParams
     from drk.gym import EvalOptions
     from drk.gym.reward import RewardWeights

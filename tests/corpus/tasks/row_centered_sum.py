@@ -1,7 +1,7 @@
 """A degenerate task written for the corpus: the sum of a row after subtracting its mean is zero up to
 rounding, so an all-zeros output passes a 1e-2 tolerance (KernelBench has tasks like this)."""
 import torch
-from torch import nn
+import torch.nn as nn
 
 
 class Model(nn.Module):
