@@ -48,5 +48,11 @@ final) # the re-measurements after the fixes of 2026-12-02: evaluator overhead a
     | grep -v "^WARNING\|Target directory" | cut -c1-900
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
   ;;
+rl)    # RL vs TRL alone, 4 steps (3 after warm-up)
+  timeout 230 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 --prompts 4 \
+    --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory\|^{'loss'" | cut -c1-600
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py
