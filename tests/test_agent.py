@@ -163,5 +163,9 @@ def test_eval_model_with_tiny_local_model(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["per_turn"]) == {"turn_1", "best_of_1", "turn_2", "best_of_2"}
     assert summary["per_turn"]["turn_1"]["n"] == 2
+    sec, tok = summary["seconds"], summary["tokens"]
+    assert 0 < sec["generate"] <= sec["total"] and sec["evaluate_and_rest"] >= 0
+    assert 0 < tok["completion_tokens"] <= 2 * 2 * 24 and tok["generated_per_s"] > 0
     assert (out / "report.md").read_text().startswith("# drk eval --model")
+    assert "generation" in (out / "report.md").read_text()
     assert (out / "speedup_per_turn.png").read_bytes()[:4] == b"\x89PNG"

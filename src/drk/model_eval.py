@@ -8,10 +8,12 @@ A turn whose reply had no code counts as not compiled.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 from drk.agent.episode import Episode, EpisodeConfig, new_episode, run_episodes
+from drk.engines.base import TimedEngine
 from drk.metrics import best_per_task, summarize
 from drk.records import JsonlWriter, start_fresh, write_json
 from drk.tasks import Task
@@ -47,7 +49,12 @@ def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: 
     for name in ("results.jsonl", "episodes.jsonl"):
         start_fresh(out / name)
     eps = [(s, new_episode(t, s, cfg, salt="eval")) for t in tasks for s in range(samples)]
-    run_episodes([e for _, e in eps], engine, gym, cfg)
+    timed = TimedEngine(engine)
+    before = _usage(timed)
+    t0 = time.perf_counter()
+    run_episodes([e for _, e in eps], timed, gym, cfg)
+    wall = time.perf_counter() - t0
+    used = {k: _usage(timed).get(k, 0) - before.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
     records = []
     with JsonlWriter(out / "results.jsonl") as w, JsonlWriter(out / "episodes.jsonl") as we:
         for s, ep in eps:
@@ -57,11 +64,22 @@ def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: 
                 w.write(rec)
             we.write(ep.record(teacher=model_name))
     summary = {"model": model_name, "tasks": len(tasks), "samples": samples, "turns": cfg.turns,
-               "per_turn": per_turn_summaries(records, cfg.turns), "config": asdict(cfg)}
+               "per_turn": per_turn_summaries(records, cfg.turns), "config": asdict(cfg),
+               "seconds": {"total": round(wall, 3), "generate": round(timed.seconds, 3),
+                           "evaluate_and_rest": round(wall - timed.seconds, 3)},
+               "tokens": {**used, "generated_per_s": round(used["completion_tokens"] / timed.seconds, 1)
+                          if timed.seconds > 0 else None}}
     write_json(out / "summary.json", summary)
     (out / "report.md").write_text(report_markdown(summary))
     plot_speedups(records, cfg.turns, out / "speedup_per_turn.png")
     return summary
+
+
+def _usage(engine) -> dict:
+    try:
+        return dict(engine.usage() or {})
+    except Exception:  # an engine without usage counters: token totals are left at 0
+        return {}
 
 
 def _pct(x) -> str:
@@ -72,9 +90,19 @@ def _num(x) -> str:
     return "–" if x is None else f"{x:.2f}x"
 
 
+def _timing_line(summary: dict) -> str:
+    sec, tok = summary.get("seconds") or {}, summary.get("tokens") or {}
+    if not sec:
+        return ""
+    rate = f" ({tok['generated_per_s']} tokens/s)" if tok.get("generated_per_s") else ""
+    return (f"Wall {sec['total']:.1f} s: generation {sec['generate']:.1f} s for {tok.get('completion_tokens', 0)} "
+            f"tokens{rate}, evaluation and the rest {sec['evaluate_and_rest']:.1f} s.")
+
+
 def report_markdown(summary: dict) -> str:
     lines = [f"# drk eval --model {summary['model']}", "",
-             f"{summary['tasks']} tasks x {summary['samples']} samples x {summary['turns']} turns.", "",
+             f"{summary['tasks']} tasks x {summary['samples']} samples x {summary['turns']} turns. "
+             f"{_timing_line(summary)}", "",
              "| group | n | compiled | correct | hacks | fast_1 | fast_1.2 | fast_1.5 | fast_2 | fast_1 (compile) "
              "| fast_1.2 (compile) | geomean speedup | vs compile |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

@@ -17,6 +17,7 @@ How to test: `pytest tests/test_engines.py` (CPU, offline).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -134,3 +135,28 @@ class ChatTemplateEngine:
 
     def generate_ids(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Generation]]:
         raise NotImplementedError
+
+
+class TimedEngine:
+    """Wraps an engine to count the seconds spent generating (the rest of a rollout is evaluation)."""
+
+    def __init__(self, engine) -> None:
+        self.engine, self.seconds = engine, 0.0
+        self.name = getattr(engine, "name", "engine")
+
+    def generate(self, conversations, params):
+        t0 = time.perf_counter()
+        try:
+            return self.engine.generate(conversations, params)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def usage(self) -> dict:
+        return self.engine.usage()
+
+    def take_seconds(self) -> float:
+        s, self.seconds = self.seconds, 0.0
+        return s
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)

@@ -247,6 +247,8 @@ class Judge:
             res.verdict, res.error = rep.verdict, rep.error
             phases["total"] = time.monotonic() - t_start
             return res
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
         try:
             self._evaluate(req, res, deadline)
         except RunnerGone as g:
@@ -278,6 +280,7 @@ class Judge:
         if res.verdict in (T.FORBIDDEN, T.HACKED):
             self.recycle()  # never reuse a process a hostile candidate ran in
         if self.cuda:
+            res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
             if failed:
                 gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory

@@ -113,7 +113,8 @@ class EvalResult:
     coverage: float | None = None         # Triton share of the forward's device time (CPU: wall time)
     kernels: list[dict[str, Any]] = field(default_factory=list)  # top profile rows: name, ms, share, triton
     triton_kernels: list[str] = field(default_factory=list)      # names of Triton kernels launched in the forward
-    peak_memory_mb: float | None = None
+    peak_memory_mb: float | None = None   # the candidate process's peak device allocation (its outputs, scratch)
+    evaluator_peak_memory_mb: float | None = None  # the judge's peak: inputs, references, receive buffers
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load/compile/correctness/timing/profile/total
     versions: dict[str, str] = field(default_factory=dict)
     protocol: dict[str, Any] = field(default_factory=dict)  # the options that define the numbers

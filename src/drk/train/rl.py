@@ -40,6 +40,7 @@ from drk.config import ConfigError
 from drk.records import JsonlWriter, write_json
 from drk.train import algos
 from drk.train.algos import AlgoConfig
+from drk.engines.base import TimedEngine
 from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
 
 
@@ -207,31 +208,6 @@ class ToyEnv:
         from drk.gym.types import EvalResult
 
         return [EvalResult(task=r.task.id, verdict="ok", compiled=True, correct=True, coverage=1.0) for r in reqs]
-
-
-class TimedEngine:
-    """Wraps an engine to count the seconds spent generating (the rest of a rollout is evaluation)."""
-
-    def __init__(self, engine) -> None:
-        self.engine, self.seconds = engine, 0.0
-        self.name = getattr(engine, "name", "engine")
-
-    def generate(self, conversations, params):
-        t0 = time.perf_counter()
-        try:
-            return self.engine.generate(conversations, params)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def usage(self) -> dict:
-        return self.engine.usage()
-
-    def take_seconds(self) -> float:
-        s, self.seconds = self.seconds, 0.0
-        return s
-
-    def __getattr__(self, name):
-        return getattr(self.engine, name)
 
 
 # ---------------------------------------------------------------------------------------------- the step
