@@ -4,6 +4,7 @@
 #   run(command="bash bench/gpu_session.sh gym",   carry=[".whl", ".dev"], timeout_s=600)
 #   run(command="bash bench/gpu_session.sh gym2",  carry=[".whl", ".dev"], timeout_s=600)
 #   run(command="bash bench/gpu_session.sh train", carry=[".whl", ".dev"], timeout_s=600)
+# Parts `final` and `rl` are the later re-measurements of 2026-12-02; `next` is what is still to measure.
 # Needs (make gpu-prep): .whl (../shared/device/wheels.sh) and .dev/kb/level1, .dev/kb/level2 (KernelBench problem files,
 # copied into that git-ignored folder for the call; never committed). Everything lands under $OUT.
 set -u
@@ -51,6 +52,25 @@ final) # the re-measurements after the fixes of 2026-12-02: evaluator overhead a
 rl)    # RL vs TRL alone, 4 steps (3 after warm-up)
   timeout 230 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 --prompts 4 \
     --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory\|^{'loss'" | cut -c1-600
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
+  ;;
+next)  # what the second session of 2026-12-02 left (docs/measurements/2026-12-02-h200-b.md, "Still to measure"):
+       # judge peak memory at full shapes, drk eval --model timings, throughput vs fresh runner on the same
+       # candidates, RL vs TRL with deterministic_generation off. About 6 minutes.
+  echo "== memory"; timeout 110 python3 -m drk eval --level 1 --problems 19,23,36,47,100 --solutions data/solutions \
+    --kernelbench $KB --device cuda --out $OUT/memory --no-compile-baseline 2>&1 | tail -3
+  python3 -c "import json,sys; [print(r['task'], r['verdict'], r.get('peak_memory_mb'), r.get('evaluator_peak_memory_mb'), \
+r['shapes'].get('input_mb'), r['shapes'].get('output_mb')) for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
+  echo "== model eval"; python3 -c "from drk.engines.tiny import build_tiny_model; import torch; \
+build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" >/dev/null 2>&1
+  timeout 100 python3 -m drk eval --level 1 --problems 1-10 --kernelbench $KB --model /tmp/q06 --samples 2 --turns 2 \
+    --max-tokens 256 --device cuda --no-compile-baseline --out $OUT/model_eval 2>&1 | tail -2
+  head -4 $OUT/model_eval/report.md; rm -f $OUT/model_eval/episodes.jsonl $OUT/model_eval/*.png
+  echo "== throughput"; timeout 200 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench --parts throughput 2>&1 \
+    | cut -c1-800
+  echo "== rl"; timeout 200 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides drk,trl --out $OUT/rl 2>&1 \
     | grep -v "^WARNING\|Target directory\|^{'loss'" | cut -c1-600
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
   ;;

@@ -150,8 +150,9 @@ THROUGHPUT = [("level1", "1_Square_matrix_multiplication_"), ("level1", "88_MinG
 
 
 def part_throughput(kb: Path, out: Path) -> dict:
-    """Evaluations per minute with 1 and 4 workers sharing one GPU, and what sharing does to timing noise
-    (the same kernel timed repeatedly under each setting). Tasks with moderate memory so 4 fit at once."""
+    """Evaluations per minute with a fresh runner per evaluation, and with 1 and 4 warm workers sharing one
+    GPU, on the same candidates; and what sharing does to timing noise (the same kernel timed repeatedly
+    under each setting). Tasks with moderate memory so 4 fit at once."""
     from drk.gym import EvalOptions, EvalRequest, LocalPool
     from drk.tasks import task_from_file
 
@@ -165,6 +166,14 @@ def part_throughput(kb: Path, out: Path) -> dict:
     noise_task = task_from_file(kb / "level2" / "12_Gemm_Multiply_LeakyReLU.py", id_prefix="level2", level=2)
     noise_src = (ROOT / "data" / "solutions" / "level2" / "12_Gemm_Multiply_LeakyReLU.py").read_text()
     result = {}
+    with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache"), runner_max_tasks=1) as pool:
+        pool.evaluate(reqs[0])  # the judge starts outside the measurement; each evaluation gets a fresh runner
+        sub = reqs[:FRESH_N]
+        t0 = time.time()
+        res = pool.evaluate_batch(sub)
+        wall = time.time() - t0
+    result["fresh_runner"] = {"evals": len(sub), "wall_s": wall, "evals_per_min": 60 * len(sub) / wall,
+                              "verdicts": [r.verdict for r in res]}
     for workers in (1, 4):
         with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache")) as pool:
             pool.evaluate_batch(reqs[:workers])  # start every slot outside the measurement
@@ -177,7 +186,8 @@ def part_throughput(kb: Path, out: Path) -> dict:
         result[f"workers_{workers}"] = {
             "evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
             "verdicts": [r.verdict for r in res],
-            "noise_runtime_ms": ms, "noise_cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
+            "noise_runtime_ms": ms, "noise_cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None,
+            "vs_fresh_runner": 60 * len(reqs) / wall / result["fresh_runner"]["evals_per_min"]}
     return result
 
 
