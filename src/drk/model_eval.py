@@ -50,11 +50,11 @@ def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: 
         start_fresh(out / name)
     eps = [(s, new_episode(t, s, cfg, salt="eval")) for t in tasks for s in range(samples)]
     timed = TimedEngine(engine)
-    before = _usage(timed)
+    before = timed.usage()
     t0 = time.perf_counter()
     run_episodes([e for _, e in eps], timed, gym, cfg)
     wall = time.perf_counter() - t0
-    used = {k: _usage(timed).get(k, 0) - before.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
+    used = {k: timed.usage()[k] - before[k] for k in ("prompt_tokens", "completion_tokens")}
     records = []
     with JsonlWriter(out / "results.jsonl") as w, JsonlWriter(out / "episodes.jsonl") as we:
         for s, ep in eps:
@@ -73,13 +73,6 @@ def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: 
     (out / "report.md").write_text(report_markdown(summary))
     plot_speedups(records, cfg.turns, out / "speedup_per_turn.png")
     return summary
-
-
-def _usage(engine) -> dict:
-    try:
-        return dict(engine.usage() or {})
-    except Exception:  # an engine without usage counters: token totals are left at 0
-        return {}
 
 
 def _pct(x) -> str:
