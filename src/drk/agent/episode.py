@@ -53,11 +53,11 @@ class Turn:
     def speedup(self) -> float | None:
         return (self.result or {}).get("speedup")
 
-    def to_dict(self, with_tokens: bool = False) -> dict:
+    def to_dict(self) -> dict:
+        """The turn without its token ids and log-probs (those are for training, not for files)."""
         d = asdict(self)
-        if not with_tokens:
-            for k in ("token_ids", "logprobs", "prompt_token_ids"):
-                d.pop(k)
+        for k in ("token_ids", "logprobs", "prompt_token_ids"):
+            d.pop(k)
         return d
 
 
@@ -69,13 +69,12 @@ class Episode:
     turns: list[Turn] = field(default_factory=list)
     stopped: str = ""                 # why the episode ended early ("engine_error"), else ""
 
-    def conversation(self, upto: int | None = None) -> list[dict]:
+    def conversation(self) -> list[dict]:
         """First prompt, then assistant/feedback pairs; ends with the last assistant reply (SFT-ready)."""
         msgs = list(self.first_messages)
-        turns = self.turns if upto is None else self.turns[:upto + 1]
-        for i, t in enumerate(turns):
+        for i, t in enumerate(self.turns):
             msgs.append({"role": "assistant", "content": t.completion})
-            if i < len(turns) - 1:
+            if i < len(self.turns) - 1:
                 msgs.append({"role": "user", "content": t.feedback})
         return msgs
 
@@ -90,11 +89,11 @@ class Episode:
                 best = (key, t.index)
         return best[1] if best else None
 
-    def record(self, teacher: str = "", usage: dict | None = None, with_tokens: bool = False) -> dict:
+    def record(self, teacher: str = "", usage: dict | None = None) -> dict:
         """One line of trajectories.jsonl."""
         best = self.best_turn()
         return {"uuid": self.uuid, "task": self.task.id, "task_hash": self.task.source_hash,
-                "messages": self.conversation(), "turns": [t.to_dict(with_tokens) for t in self.turns],
+                "messages": self.conversation(), "turns": [t.to_dict() for t in self.turns],
                 "best_round": best, "final_speedup": self.turns[best].speedup if best is not None else None,
                 "rewards": [t.reward for t in self.turns], "teacher": teacher, "usage": usage or {},
                 "stopped": self.stopped}
@@ -122,9 +121,9 @@ def select_turns(turns: list[Turn], policy: str, keep: int) -> list[Turn]:
     raise ValueError(f"unknown history policy {policy!r}; use one of {HISTORY_POLICIES}")
 
 
-def build_context(ep: Episode, policy: str, keep: int, pool: list[Turn] | None = None) -> tuple[list[dict], list[int]]:
+def build_context(ep: Episode, policy: str, keep: int) -> tuple[list[dict], list[int]]:
     """Messages for the next turn and the indices of the turns included."""
-    chosen = select_turns(pool if pool is not None else ep.turns, policy, keep)
+    chosen = select_turns(ep.turns, policy, keep)
     msgs = list(ep.first_messages)
     for t in chosen:
         msgs.append({"role": "assistant", "content": t.completion})
@@ -149,10 +148,9 @@ def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> 
     return Episode(episode_uuid(task, sample, salt), task, first or initial_messages(task.source, cfg.system_prompt))
 
 
-def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig,
-         contexts: list[tuple[list[dict], list[int]]] | None = None) -> list[Turn]:
+def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> list[Turn]:
     """Advance every episode by one turn (one generate call, one evaluate_batch call)."""
-    contexts = contexts or [build_context(ep, cfg.history, cfg.keep) for ep in episodes]
+    contexts = [build_context(ep, cfg.history, cfg.keep) for ep in episodes]
     params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
     gens = engine.generate([c for c, _ in contexts], params)
     turns, reqs, owners = [], [], []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from drk.agent.episode import Episode, EpisodeConfig, build_context, new_episode, run_episodes, step
+from drk.agent.episode import Episode, EpisodeConfig, new_episode, run_episodes
 from drk.engines.base import Engine
 from drk.tasks import Task
 
@@ -27,13 +27,9 @@ class STTSConfig:
 
 def run_stts(task: Task, engine: Engine, gym, cfg: EpisodeConfig, scfg: STTSConfig,
              on_turn: Callable[[Episode], None] | None = None) -> Episode:
+    """The whole schedule is one episode whose every context is built from the selected history."""
     ep = new_episode(task, 0, cfg, salt="stts")
-    first = replace(cfg, turns=scfg.turns, history=scfg.select, keep=scfg.keep)
-    run_episodes([ep], engine, gym, first, on_turn=(lambda t, eps: on_turn(ep)) if on_turn else None)
-    for _ in range(max(0, scfg.iterations - 1) * max(1, scfg.turns_per_iteration)):
-        if ep.stopped:
-            break
-        step([ep], engine, gym, cfg, contexts=[build_context(ep, scfg.select, scfg.keep)])
-        if on_turn is not None:
-            on_turn(ep)
+    turns = scfg.turns + max(0, scfg.iterations - 1) * max(1, scfg.turns_per_iteration)
+    run_episodes([ep], engine, gym, replace(cfg, turns=turns, history=scfg.select, keep=scfg.keep),
+                 on_turn=(lambda t, eps: on_turn(ep)) if on_turn else None)
     return ep

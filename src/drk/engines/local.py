@@ -220,16 +220,11 @@ class HFEngine(ChatTemplateEngine):
             generator = torch.Generator(device=device)
             generator.manual_seed(int(params.seed))
         out: list[list[Generation]] = [[] for _ in prompts]
-        was_training = bool(getattr(self.model, "training", False))
-        self.model.eval()
-        try:
-            with deterministic_algorithms(self.deterministic and params.seed is not None):
-                for start in range(0, len(rows), self.max_batch_rows):
-                    chunk = rows[start:start + self.max_batch_rows]
-                    for (ci, _), gen in zip(chunk, self._sample_chunk([p for _, p in chunk], params, generator)):
-                        out[ci].append(gen)
-        finally:
-            self.model.train(was_training)
+        with self._eval_mode(), deterministic_algorithms(self.deterministic and params.seed is not None):
+            for start in range(0, len(rows), self.max_batch_rows):
+                chunk = rows[start:start + self.max_batch_rows]
+                for (ci, _), gen in zip(chunk, self._sample_chunk([p for _, p in chunk], params, generator)):
+                    out[ci].append(gen)
         self._usage.add(requests=len(prompts), prompt_tokens=sum(len(p) for p in prompts),
                         completion_tokens=sum(len(g.token_ids or []) for gs in out for g in gs))
         return out
@@ -244,13 +239,8 @@ class HFEngine(ChatTemplateEngine):
             return []
         device = self._device()
         ids = torch.tensor([list(prompt_ids) + list(completion_ids)], dtype=torch.long, device=device)
-        was_training = bool(getattr(self.model, "training", False))
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                logits = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
-        finally:
-            self.model.train(was_training)
+        with self._eval_mode(), torch.no_grad():
+            logits = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
         start = len(prompt_ids) - 1
         step_logits = logits[0, start:start + len(completion_ids)]
         logp = sampling_logprobs(step_logits, temperature=temperature if temperature > 0 else 1.0, top_k=top_k,
@@ -261,6 +251,16 @@ class HFEngine(ChatTemplateEngine):
     # ----------------------------------------------------------------------------------------------- internals
     def _device(self) -> Any:
         return next(self.model.parameters()).device
+
+    @contextmanager
+    def _eval_mode(self) -> Iterator[None]:
+        """eval() inside the block (LoRA dropout would change the distribution), the previous mode after."""
+        was_training = bool(getattr(self.model, "training", False))
+        self.model.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was_training)
 
     def _vocab_limit(self, logits_width: int) -> int | None:
         if self.mask_padded_vocab and logits_width > self.tokenizer_len:
@@ -286,16 +286,17 @@ class HFEngine(ChatTemplateEngine):
         with torch.no_grad():
             out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
                              use_cache=True, logits_to_keep=1)
+            vocab_limit = self._vocab_limit(out.logits.shape[-1])
             for step in range(params.max_new_tokens):
                 step_logits = out.logits[:, -1, :]
                 cache = out.past_key_values
-                ids, lp = sample_next(step_logits, params, generator, self._vocab_limit(step_logits.shape[-1]))
+                ids, lp = sample_next(step_logits, params, generator, vocab_limit)
                 ids = torch.where(done, torch.full_like(ids, self.pad_id), ids)
                 tokens.append(ids)
                 logps.append(lp)
                 done = done | torch.isin(ids, stop_ids)
                 if params.stop:
-                    done = done | self._stop_string_rows(torch.stack(tokens, 1), params.stop, device)
+                    done = done | self._stop_string_rows(tokens, params.stop, device)
                 last = step + 1 == params.max_new_tokens
                 if last or ((step + 1) % self.sync_every == 0 and bool(done.all())):  # GPU->CPU sync
                     break
@@ -308,12 +309,13 @@ class HFEngine(ChatTemplateEngine):
         all_lps = torch.stack(logps, 1).tolist()   # GPU->CPU sync
         return [self._finish(prompt, ids, lps, params) for prompt, ids, lps in zip(prompts, all_ids, all_lps)]
 
-    def _stop_string_rows(self, tokens: Any, stops: list[str], device: Any) -> Any:
-        """Bool [B]: rows whose recent tail decodes to text containing a stop string (GPU->CPU sync per step)."""
+    def _stop_string_rows(self, tokens: list, stops: list[str], device: Any) -> Any:
+        """Bool [B]: rows whose recent tail (of the per-step id tensors in `tokens`) decodes to text containing
+        a stop string (GPU->CPU sync per step). Only the tail is stacked, so a step costs O(window)."""
         import torch
 
         window = 4 * max(len(s) for s in stops) + 4
-        tails = tokens[:, -window:].tolist()  # GPU->CPU sync
+        tails = torch.stack(tokens[-window:], 1).tolist()  # GPU->CPU sync
         hits = [find_stop_string(self.tokenizer.decode(t, skip_special_tokens=False), stops) >= 0 for t in tails]
         return torch.tensor(hits, dtype=torch.bool, device=device)
 
