@@ -213,7 +213,8 @@ def eval_cmd(
         return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache)
     if solutions is None:
         raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
-    from drk.solutions import find_candidates, write_summary
+    from drk.records import write_json
+    from drk.solutions import find_candidates
 
     tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
     cands = find_candidates(tasks, solutions)
@@ -223,8 +224,9 @@ def eval_cmd(
     results = _run_with_progress(cands, opts, workers, out, gym, eval_cache)
     summary = summarize_by_group(results)
     if out is not None:
-        write_summary(out, {"summary": summary, "protocol": results[0].get("protocol") if results else {},
-                            "device": results[0].get("device") if results else "", "n_candidates": len(results)})
+        write_json(out / "summary.json", {"summary": summary, "protocol": results[0].get("protocol") if results else {},
+                                            "device": results[0].get("device") if results else "",
+                                            "n_candidates": len(results)})
     if as_json:
         for r in results:
             typer.echo(json.dumps(r))

@@ -35,8 +35,9 @@ def collect(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: str | P
     write_json(out / "collect_config.json", {"teacher": teacher, "samples": samples, "tasks": len(tasks),
                                              "episode": asdict(cfg)})
     stats = {"skipped": len(tasks) * samples - len(todo), "written": 0, "correct": 0}
+    wave = max(1, wave)
     with JsonlWriter(path) as w:
-        for i in range(0, len(todo), max(1, wave)):
+        for i in range(0, len(todo), wave):
             eps = [new_episode(t, s, cfg) for t, s in todo[i:i + wave]]
             run_episodes(eps, engine, gym, cfg)
             for ep in eps:

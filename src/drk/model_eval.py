@@ -31,12 +31,8 @@ def per_turn_summaries(records: list[dict], turns: int) -> dict:
     out = {}
     for t in range(turns):
         at_t = [r for r in records if r["turn"] == t]
-        upto = [r for r in records if r["turn"] <= t]
-        # best-of-history is per episode: one best record per (episode) among turns <= t
-        by_ep: dict[str, list[dict]] = {}
-        for r in upto:
-            by_ep.setdefault(r["episode"], []).append(r)
-        best = [best_per_task([dict(x, task=ep) for x in rs])[0] for ep, rs in by_ep.items()]
+        # best-of-history is per episode: one best record per episode among turns <= t
+        best = best_per_task([dict(r, task=r["episode"]) for r in records if r["turn"] <= t])
         out[f"turn_{t + 1}"] = summarize(at_t)
         out[f"best_of_{t + 1}"] = summarize(best)
     return out

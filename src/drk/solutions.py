@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from drk.gym.types import EvalOptions, EvalRequest, EvalResult
-from drk.records import JsonlWriter, start_fresh, write_json
+from drk.records import JsonlWriter, start_fresh
 from drk.tasks import Task, TaskError
 
 _ID = re.compile(r"^(\d+)(?:_.*)?\.py$")
@@ -72,9 +72,12 @@ def evaluate_candidates(cands: list[Candidate], pool, options: EvalOptions, out_
         except OSError as e:
             raise TaskError(f"cannot read {c.path}: {e}") from None
 
+    rows: dict[int, dict] = {}
+
     def done(i: int, r: EvalResult) -> None:
+        rows[i] = r.to_dict()
         if writer is not None:
-            writer.write(r.to_dict())
+            writer.write(rows[i])
         if on_result is not None:
             on_result(r)
 
@@ -83,8 +86,4 @@ def evaluate_candidates(cands: list[Candidate], pool, options: EvalOptions, out_
     finally:
         if writer is not None:
             writer.close()
-    return [r.to_dict() for r in results]
-
-
-def write_summary(out_dir: str | Path, summary: dict) -> None:
-    write_json(Path(out_dir) / "summary.json", summary)
+    return [rows[i] if i in rows else r.to_dict() for i, r in enumerate(results)]

@@ -151,11 +151,16 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_dtype(dtype: str) -> Any:
+def dtype_table() -> dict:
+    """The dtype names recipes and options accept."""
     import torch
 
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
+    return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+            "float16": torch.float16, "fp16": torch.float16}
+
+
+def resolve_dtype(dtype: str) -> Any:
+    table = dtype_table()
     if dtype in ("auto", "", None):
         return "auto"
     if dtype not in table:

@@ -217,7 +217,3 @@ def split_evenly(total: int, parts: int) -> list[int]:
 def choice_logprobs(choice: Any) -> list[float] | None:
     content = getattr(getattr(choice, "logprobs", None), "content", None)
     return [float(t.logprob) for t in content] if content else None
-
-
-def make_openai_engine(spec: EngineSpec) -> OpenAIEngine:
-    return OpenAIEngine(spec)

@@ -146,10 +146,11 @@ def make_config(size: str, tokenizer: Any, vocab_size: int | None = None) -> Any
 def _resolve_dtype(dtype: Any) -> Any:
     import torch
 
+    from drk.engines.local import dtype_table
+
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype or torch.float32
-    return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-            "float16": torch.float16, "fp16": torch.float16}[str(dtype)]
+    return dtype_table()[str(dtype)]
 
 
 def build_tiny_model(out_dir: str | Path | None = None, *, size: str = "tiny", seed: int = 0,
