@@ -36,8 +36,8 @@ class HttpGym(SubmitBackend):
             h.raise_for_status()
         except Exception as e:
             raise GymUnavailable(f"no drk gym service at {self.url} ({type(e).__name__})") from None
-        self.device = h.json().get("device", "")
-        self.workers = h.json().get("workers")
+        health = h.json()
+        self.device, self.workers = health.get("device", ""), health.get("workers")
 
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)
@@ -48,14 +48,16 @@ class HttpGym(SubmitBackend):
         for attempt in range(6):
             try:
                 r = self.client.post(f"{self.url}{path}", json=body)
-                if r.status_code < 500:
-                    r.raise_for_status()
-                    return r.json()
             except Exception:
                 if attempt == 5:
                     raise
-            time.sleep(delay)
-            delay = min(8.0, delay * 2)
+            else:
+                if r.status_code < 500:
+                    r.raise_for_status()  # a 4xx is the request's own fault: retrying cannot change it
+                    return r.json()
+            if attempt < 5:
+                time.sleep(delay)
+                delay = min(8.0, delay * 2)
         raise GymUnavailable(f"{self.url}{path} keeps failing")
 
     def _wait(self, job_id: str, req: T.EvalRequest) -> T.EvalResult:

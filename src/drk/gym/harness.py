@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from drk.gym.tensors import flatten_outputs, to_device
+from drk.gym.tensors import flatten_outputs, tensors_of, to_device
 
 L2_FLUSH_BYTES = 256 * 2**20  # several times the L2 of any current GPU (H100/H200: 50/60 MB)
 
@@ -109,11 +109,7 @@ PERTURB = 1.0 + 2.0 ** -10
 
 
 def floating_tensors(x: Any) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x] if x.is_floating_point() else []
-    if isinstance(x, (list, tuple)):
-        return [t for o in x for t in floating_tensors(o)]
-    return []
+    return [t for t in tensors_of(x) if t.is_floating_point()]
 
 
 def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: int, l2_flush: bool,
@@ -137,8 +133,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     gaps = []
     for _ in range(10):  # calibration: an empty region
         torch.cuda.synchronize(device)
-        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        e0.record()
+        e1, e2 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e1.record()
         torch.cuda.synchronize(device)
         e2.record()

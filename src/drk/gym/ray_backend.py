@@ -33,20 +33,13 @@ def _slot_actor_class():
 
             cache_dir = cache_dir or default_cache_dir()
             os.makedirs(cache_dir, exist_ok=True)
-            extra = {"OMP_NUM_THREADS": "1"}
-            if device.startswith("cuda") and os.environ.get("CUDA_VISIBLE_DEVICES"):
-                extra["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-            self.slot = Slot(0, "cuda:0" if device.startswith("cuda") else "cpu", extra,
+            # the judge inherits the GPU Ray gave this actor: scrubbed_env keeps CUDA_VISIBLE_DEVICES
+            self.slot = Slot(0, "cuda:0" if device.startswith("cuda") else "cpu", {"OMP_NUM_THREADS": "1"},
                              tempfile.mkdtemp(prefix="drk-ray-"), os.path.join(cache_dir, "reference_times.jsonl"),
                              True)
 
         def evaluate(self, req: dict, slack_s: float) -> dict:
             return self.slot.evaluate(T.EvalRequest.from_dict(req), slack_s).to_dict()
-
-        def hello(self) -> dict:
-            if self.slot.proc is None:
-                self.slot.start()
-            return self.slot.hello
 
         def stop(self) -> None:
             self.slot.stop()
@@ -124,9 +117,6 @@ class RayGym(SubmitBackend):
 
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         return self._run(req)
-
-    def queued(self) -> int:
-        return 0
 
     def close(self) -> None:
         if self._closed:

@@ -185,13 +185,12 @@ class Runner:
             inputs = payload["inputs"]
             if key:
                 self.inputs[key] = inputs
-        elif payload.get("refresh") is not None:  # same tensors, new values (output-caching check)
-            for t, new in zip(self.inputs[key], payload["refresh"]):
-                if isinstance(t, torch.Tensor):
-                    t.copy_(new)
-            inputs = self.inputs[key]
         else:
             inputs = self.inputs[key]
+            if payload.get("refresh") is not None:  # same tensors, new values (output-caching check)
+                for t, new in zip(inputs, payload["refresh"]):
+                    if isinstance(t, torch.Tensor):
+                        t.copy_(new)
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))

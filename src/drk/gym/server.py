@@ -144,10 +144,10 @@ def make_app(backend, defaults: T.EvalOptions | None = None):
         jobs.add(job_id, backend.submit(req), meta or {})
         return job_id
 
-    def job_or_404(job_id: str) -> dict:
+    def job_or_404(job_id: str, what: str = "job") -> dict:
         job = jobs.get(job_id)
         if job is None:
-            raise HTTPException(404, f"unknown job {job_id}")
+            raise HTTPException(404, f"unknown {what} {job_id}")
         return job
 
     @app.get("/health")
@@ -205,17 +205,12 @@ def make_app(backend, defaults: T.EvalOptions | None = None):
 
     @app.get("/status/{task_id}")
     def kernelgym_status(task_id: str):
-        job = jobs.get(task_id)
-        if job is None:
-            raise HTTPException(404, f"unknown task {task_id}")
-        fut = job["future"]
+        fut = job_or_404(task_id, "task")["future"]
         return {"task_id": task_id, "status": "completed" if fut.done() else "processing" if fut.running() else "pending"}
 
     @app.get("/results/{task_id}")
     def kernelgym_results(task_id: str):
-        job = jobs.get(task_id)
-        if job is None:
-            raise HTTPException(404, f"unknown task {task_id}")
+        job = job_or_404(task_id, "task")
         if not job["future"].done():
             raise HTTPException(409, "task not finished")
         return kernelgym_result(job["future"].result(), job.get("reference_backend"))

@@ -69,14 +69,15 @@ def from_frame(desc: dict, raw: bytes) -> torch.Tensor:
 
 
 def nbytes(x: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in _tensors(x))
+    return sum(t.numel() * t.element_size() for t in tensors_of(x))
 
 
-def _tensors(x: Any) -> list[torch.Tensor]:
+def tensors_of(x: Any) -> list[torch.Tensor]:
+    """Every tensor in `x` (a tensor, or nested lists/tuples), in order."""
     if isinstance(x, torch.Tensor):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [t for o in x for t in _tensors(o)]
+        return [t for o in x for t in tensors_of(o)]
     return []
 
 
