@@ -35,15 +35,14 @@ N_DRY = 2 if DEVICE != "cuda" else None
 OVERHEAD, FIDELITY = OVERHEAD_ALL[:N_DRY], FIDELITY_ALL[:N_DRY]
 
 
-def kb_task(kb: Path, stem: str):
+def kb_task(kb: Path, stem: str, level: str = "level1"):
     from drk.tasks import task_from_file
 
-    t = task_from_file(kb / "level1" / f"{stem}.py", id_prefix="level1", level=1)
-    return t
+    return task_from_file(kb / level / f"{stem}.py", id_prefix=level, level=int(level[-1]))
 
 
-def solution(stem: str) -> str:
-    return (ROOT / "data" / "solutions" / "level1" / f"{stem}.py").read_text()
+def solution(stem: str, level: str = "level1") -> str:
+    return (ROOT / "data" / "solutions" / level / f"{stem}.py").read_text()
 
 
 def part_fidelity(kb: Path, out: Path) -> dict:
@@ -160,11 +159,10 @@ def part_throughput(kb: Path, out: Path) -> dict:
     reqs = []
     for rep in range(2):
         for level, stem in THROUGHPUT[:N_DRY or None]:
-            t = task_from_file(kb / level / f"{stem}.py", id_prefix=level, level=int(level[-1]))
-            src = (ROOT / "data" / "solutions" / level / f"{stem}.py").read_text() + f"\n# copy {rep}\n"
-            reqs.append(EvalRequest(t, src, opts, solution=f"{stem}#{rep}"))
-    noise_task = task_from_file(kb / "level2" / "12_Gemm_Multiply_LeakyReLU.py", id_prefix="level2", level=2)
-    noise_src = (ROOT / "data" / "solutions" / "level2" / "12_Gemm_Multiply_LeakyReLU.py").read_text()
+            src = solution(stem, level) + f"\n# copy {rep}\n"
+            reqs.append(EvalRequest(kb_task(kb, stem, level), src, opts, solution=f"{stem}#{rep}"))
+    noise_task = kb_task(kb, "12_Gemm_Multiply_LeakyReLU", "level2")
+    noise_src = solution("12_Gemm_Multiply_LeakyReLU", "level2")
     result = {}
     with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache"), runner_max_tasks=1) as pool:
         pool.evaluate(reqs[0])  # the judge starts outside the measurement; each evaluation gets a fresh runner

@@ -88,7 +88,7 @@ def run_gen(a, out: Path) -> dict:
 
     from drk.agent.prompts import initial_messages
     from drk.engines.base import SamplingParams
-    from drk.engines.local import HFEngine
+    from drk.engines.local import HFEngine, left_pad
     from drk.engines.tiny import build_tiny_model
     from drk.tasks.queries import load_queries
 
@@ -97,9 +97,7 @@ def run_gen(a, out: Path) -> dict:
     model = model.to("cuda" if cuda else "cpu")
     eng = HFEngine(model, tok)
     tasks = load_queries(a.queries, a.problems)[:a.prompts]
-    prompts = [tok.apply_chat_template(initial_messages(t.source), add_generation_prompt=True, tokenize=True)
-               for t in tasks]
-    prompts = [list(p["input_ids"]) if isinstance(p, dict) or hasattr(p, "keys") else list(p) for p in prompts]
+    prompts = [eng.encode_conversation(initial_messages(t.source)) for t in tasks]
     rows = [p for p in prompts for _ in range(a.rollouts)]
     report = {"rows": len(rows), "prompt_tokens_mean": statistics.fmean(len(p) for p in rows)}
 
@@ -117,9 +115,8 @@ def run_gen(a, out: Path) -> dict:
         sp = SamplingParams(temperature=1.0, max_new_tokens=a.max_new_tokens, seed=seed)
         report[name] = timed(lambda sp=sp: sum(len(g[0].token_ids) for g in eng.generate_ids(rows, sp)))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    L = max(len(p) for p in rows)
-    ids = torch.tensor([[pad] * (L - len(p)) + p for p in rows], device=model.device)
-    att = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in rows], device=model.device)
+    ids, att, _ = left_pad(rows, pad, model.device)
+    L = ids.shape[1]
 
     def hf() -> int:
         with torch.no_grad():

@@ -72,13 +72,11 @@ def load_tasks(task_file: Optional[Path], level: Optional[str], problems: Option
     return load_kernelbench(level or "1", problems, kernelbench)
 
 
-def eval_options(device: str, trials: int, tolerance: float, timeout: float, timing_trials: int,
-                 input_budget_mb: Optional[float], compile_baseline: bool, fp64: bool):
+def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], **protocol):
+    """EvalOptions from the shared CLI options; `protocol` overrides its defaults (trials, tolerance, ...)."""
     from drk.gym import EvalOptions
 
-    return EvalOptions(device=device, trials=trials, tolerance=tolerance, timeout_s=timeout,
-                       timing_trials=timing_trials, input_budget_mb=input_budget_mb,
-                       compile_baseline=compile_baseline, fp64_check=fp64)
+    return EvalOptions(device=device, timeout_s=timeout, input_budget_mb=input_budget_mb, **protocol)
 
 
 def _recipe_defaults(ctx: typer.Context, param, value: Optional[Path]):
@@ -201,7 +199,8 @@ def eval_cmd(
     """
     from drk.metrics import summarize_by_group
 
-    opts = eval_options(device, trials, tolerance, timeout, timing_trials, input_budget_mb, compile_baseline, fp64)
+    opts = eval_options(device, timeout, input_budget_mb, trials=trials, tolerance=tolerance,
+                        timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64)
     if task_file is not None:
         if solution is None:
             raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
@@ -360,7 +359,7 @@ def collect_cmd(
 
     tasks = _training_tasks(queries, level, problems, kernelbench)
     engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
-    opts = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    opts = eval_options(device, timeout, input_budget_mb)
     cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
     with open_gym(gym, device, workers, eval_cache) as pool:
         opts.device = pool.device
@@ -373,14 +372,12 @@ def collect_cmd(
 
 def _training_tasks(queries, level, problems, kernelbench) -> list:
     from drk.tasks import load_kernelbench
-    from drk.tasks.queries import load_queries, looks_like_benchmark
+    from drk.tasks.queries import load_queries, warn_if_benchmark
 
     if queries is None and level is None:
         raise UserError("give --queries (a query set) or --level (KernelBench)")
     tasks = load_queries(queries, problems) if queries else load_kernelbench(level, problems, kernelbench)
-    if looks_like_benchmark(tasks, queries or "kernelbench"):
-        typer.secho("drk: warning: these queries come from KernelBench, the evaluation benchmark; training on "
-                    "them contaminates KernelBench results", fg="yellow", err=True)
+    warn_if_benchmark(tasks, queries or "kernelbench")
     return tasks
 
 
@@ -424,7 +421,7 @@ def infer_cmd(
         raise UserError("--select must be topw or window")
     task = task_from_file(task_file)
     engine = make_engine_from(model, base_url, api_key_env, 4, device)
-    opts = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    opts = eval_options(device, timeout, input_budget_mb)
     cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts)
     table = Table(title=f"drk infer {task.id}")
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
@@ -523,11 +520,9 @@ def rl_cmd(
         saved = resume / "rl_config.json"
         if not saved.exists():
             raise UserError(f"nothing to resume: {saved} not found")
-        import json as _json
-
         from drk.config import build, merge
 
-        cfg = build(RLConfig, merge(_json.loads(saved.read_text()), overrides))
+        cfg = build(RLConfig, merge(json.loads(saved.read_text()), overrides))
     else:
         cfg = load_config(RLConfig, config, overrides)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -577,7 +572,7 @@ def gym_serve(
         from drk.gym.server import serve
     except ImportError:
         raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
-    defaults = eval_options(device, 5, 1e-2, timeout, 100, input_budget_mb, True, False)
+    defaults = eval_options(device, timeout, input_budget_mb)
     with open_gym(backend, device, workers, eval_cache) as gym:
         defaults.device = gym.device
         typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",

@@ -4,8 +4,8 @@
 
 A recipe is a mapping whose keys are the dataclass's fields (nested dataclasses as nested mappings). CLI
 flags are applied on top (only the ones the user gave). Unknown keys and wrong types are errors with the
-key's path, so a typo in a recipe never silently does nothing. `to_dict` gives the resolved config that
-every run writes next to its outputs.
+key's path, so a typo in a recipe never silently does nothing. Every run writes the resolved config
+(`dataclasses.asdict`) next to its outputs.
 """
 from __future__ import annotations
 
@@ -107,6 +107,3 @@ def load_config(cls: type[T], recipe: str | Path | None = None, overrides: dict 
     data = load_yaml(recipe) if recipe else {}
     return build(cls, merge(data, overrides or {}))
 
-
-def to_dict(cfg: Any) -> dict:
-    return dataclasses.asdict(cfg)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -132,9 +133,16 @@ def _load_hf(spec: str) -> list[Task]:
     return tasks_from_rows(ds, f"hf:{spec}", name.split("/")[-1])
 
 
+def warn_if_benchmark(tasks: list[Task], spec: str = "") -> None:
+    """One warning on stderr when training queries come from KernelBench (see `looks_like_benchmark`)."""
+    if looks_like_benchmark(tasks, spec):
+        print("drk: warning: these queries come from KernelBench, the evaluation benchmark; training on them "
+              "contaminates KernelBench results", file=sys.stderr)
+
+
 def looks_like_benchmark(tasks: list[Task], spec: str = "") -> bool:
     """True when queries seem to come from KernelBench (evaluation data): a contamination risk for
     training. Checks the source path/id and the tasks' origins."""
     if any(m in spec for m in _KB_MARKERS):
         return True
-    return any(t.origin.startswith("kernelbench") or any(m in t.origin for m in _KB_MARKERS) for t in tasks)
+    return any(m in t.origin for t in tasks for m in _KB_MARKERS)

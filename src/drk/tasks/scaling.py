@@ -27,9 +27,8 @@ MIN_SCALABLE = 16
 # Name tokens (split on "_" and digits) that mark a constant as structural, not a size.
 _PROTECTED_TOKENS = {"kernel", "ksize", "stride", "strides", "pad", "padding", "dilation", "groups", "group",
                      "heads", "axis", "eps", "epsilon", "seed", "pool", "window", "topk", "experts", "bins",
-                     "order", "power", "exponent", "layers", "nlayers", "iters", "iterations", "steps"}
-_PROTECTED_NAMES = re.compile(r"^(top_k|scale_factor|reduce_dim|reduction_dim|dim_index|n_?heads|num_heads)$",
-                              re.I)
+                     "order", "power", "exponent", "layers", "nlayers", "iters", "iterations", "steps", "nheads"}
+_PROTECTED_NAMES = re.compile(r"^(top_k|scale_factor|reduce_dim|reduction_dim|dim_index)$", re.I)
 _BIN_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
             ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b, ast.Mod: lambda a, b: a % b}
 

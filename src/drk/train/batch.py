@@ -8,10 +8,11 @@ padded vocabulary masked).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
+from drk.engines.local import left_pad
 from drk.train.algos import entropy_from_logits, selective_log_softmax
 
 
@@ -23,7 +24,6 @@ class TurnRow:
     advantage: float
     traj: int                 # trajectory index (prompt * rollouts + rollout) for MRS
     pnt: tuple[int, int, int]  # (prompt, rollout, turn) position in the (P, N, T) tensors
-    meta: dict = field(default_factory=dict)
 
     @property
     def length(self) -> int:
@@ -37,7 +37,7 @@ def micro_batches(rows: list[int], lengths: list[int], token_budget: int) -> lis
     groups: list[list[int]] = []
     cur: list[int] = []
     for i in order:
-        if cur and max(lengths[j] for j in cur + [i]) * (len(cur) + 1) > token_budget:
+        if cur and lengths[i] * (len(cur) + 1) > token_budget:  # sorted: row i is the group's longest
             groups.append(cur)
             cur = []
         cur.append(i)
@@ -52,16 +52,8 @@ def pad_rows(rows: list[TurnRow], pad_id: int, device) -> tuple[torch.Tensor, to
     Left padding right-aligns every completion, so the logits of all completions sit in the last Lc + 1
     positions and the model only has to produce those (`logits_to_keep`); per-token tensors (R, Lc) are
     right-aligned the same way."""
-    L = max(r.length for r in rows)
-    ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
-    att = torch.zeros((len(rows), L), dtype=torch.long)
-    for i, r in enumerate(rows):
-        seq = r.prompt_ids + r.completion_ids
-        ids[i, L - len(seq):] = torch.tensor(seq, dtype=torch.long)
-        att[i, L - len(seq):] = 1
-    pos = (att.cumsum(-1) - 1).clamp(min=0)
-    lc = max(len(r.completion_ids) for r in rows)
-    return ids.to(device), att.to(device), pos.to(device), lc
+    ids, att, pos = left_pad([r.prompt_ids + r.completion_ids for r in rows], pad_id, device)
+    return ids, att, pos, max(len(r.completion_ids) for r in rows)
 
 
 def right_aligned(values: list[list], lc: int, dtype, device) -> torch.Tensor:

@@ -140,14 +140,10 @@ def build_policy(cfg: RLConfig, device: str):
 
 
 def load_tasks(cfg: RLConfig):
-    from drk.tasks.queries import load_queries, looks_like_benchmark
+    from drk.tasks.queries import load_queries, warn_if_benchmark
 
     tasks = load_queries(cfg.queries, cfg.problems)
-    if looks_like_benchmark(tasks, cfg.queries):
-        import sys
-
-        print("drk: warning: RL queries come from KernelBench, the evaluation benchmark (contamination)",
-              file=sys.stderr)
+    warn_if_benchmark(tasks, cfg.queries)
     return tasks
 
 
@@ -161,7 +157,7 @@ def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
 
     a = cfg.algo
     ecfg = EpisodeConfig(turns=cfg.turns, history="all",
-                         reward=RewardWeights(a.w_c, a.w_s, a.w_p if a.use_pr else 0.0, a.speedup_cap),
+                         reward=RewardWeights(**a.reward_kwargs()),
                          eval_options=EvalOptions(device=cfg.eval_device, timeout_s=cfg.eval_timeout_s,
                                                   input_budget_mb=cfg.eval_input_budget_mb))
     groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
