@@ -137,7 +137,8 @@ class Policy:
                                      or frame.f_code.co_filename.startswith(self.stdlib_dir)
                                      or frame.f_code.co_filename.startswith("<frozen")):
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename.startswith(dirs or self.library_dirs)
+        allowed = self.library_dirs if dirs is None else dirs  # an empty set allows nothing, never falls back
+        return frame is not None and frame.f_code.co_filename.startswith(allowed)
 
     @staticmethod
     def _under(path: str, roots: list[str]) -> bool:
