@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from concurrent.futures import Future
 
 import httpx
 import pytest
@@ -15,7 +16,8 @@ import pytest
 from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
 from drk.gym.backends import HttpGym, make_gym
-from drk.gym.cache import CachedGym
+from drk.gym.cache import CachedGym, content_key, environment_of
+from drk.gym.types import EvalResult
 from drk.tasks import task_from_file
 
 TASK = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")
@@ -109,6 +111,9 @@ def test_http_backend_and_batch(server):
     reqs = [EvalRequest(TASK, GOOD, EvalOptions(**OPTS)), EvalRequest(TASK, "def broken(:", EvalOptions(**OPTS))]
     res = gym.evaluate_batch(reqs)
     assert [r.verdict for r in res] == ["ok", "compile_error"]
+    # /health reports the workers' environments (the evaluation cache keys on them)
+    envs = httpx.get(f"{server}/health").json()["environments"]
+    assert environment_of(res[0].device, res[0].versions) in envs and '"device": "cpu"' in envs[0]
     b = httpx.post(f"{server}/v1/batch", json={"requests": [req_json(GOOD)]}, timeout=120).json()
     assert b["results"][0]["verdict"] == "ok"
     gym.close()
@@ -134,7 +139,49 @@ def test_eval_cache_hits(tmp_path):
         assert gym.misses == 2
         hang = EvalRequest(TASK, HANG, EvalOptions(**OPTS, timeout_s=5))
         assert gym.evaluate(hang).verdict == "timeout"
-        assert gym.cache.get(__import__("drk.gym.cache", fromlist=["x"]).cache_key(hang, gym._hardware())) is None
+        assert gym.cache.get(content_key(hang), gym.environments()) is None
+        assert gym.cache.get(content_key(req), gym.environments()).verdict == "ok"
+
+
+class FakeBackend:
+    """Answers every request at once with a result measured on `gpu` (`None`: a hardware-free static
+    failure); `announces` says whether it reports its environment up front, as LocalPool and HttpGym do."""
+
+    def __init__(self, gpu: str | None, announces: bool = True) -> None:
+        self.gpu, self.calls = gpu, 0
+        if announces:
+            self.environment = lambda: {environment_of("cuda:0", self.versions())}
+
+    def versions(self) -> dict:
+        return {"gpu": self.gpu, "torch": "2.11.0", "triton": "3.6.0"} if self.gpu else {}
+
+    def submit(self, req: EvalRequest) -> Future:
+        self.calls += 1
+        fut: Future = Future()
+        fut.set_result(EvalResult(task=req.task.id, verdict="ok" if self.gpu else "compile_error",
+                                  device="cuda:0", versions=self.versions(), speedup=1.5 if self.gpu else None))
+        return fut
+
+
+def test_eval_cache_never_answers_with_another_machines_numbers(tmp_path):
+    """One cache file shared by an H100 node and an H200 node: each sees only its own GPU's results."""
+    path = str(tmp_path / "shared.sqlite")
+    req = EvalRequest(TASK, GOOD, EvalOptions(**{**OPTS, "device": "cuda"}))
+    h100 = CachedGym(FakeBackend("NVIDIA H100 80GB HBM3"), path)
+    h100.evaluate_batch([req])
+    h200 = CachedGym(FakeBackend("NVIDIA H200"), path)
+    assert h200.evaluate(req).phase_seconds.get("cache_hit") is None and h200.backend.calls == 1
+    again = CachedGym(FakeBackend("NVIDIA H100 80GB HBM3"), path)
+    assert again.evaluate(req).phase_seconds.get("cache_hit") == 1.0 and again.backend.calls == 0
+    # a backend that does not announce its environment (Ray) learns it from its first results
+    ray_like = CachedGym(FakeBackend("NVIDIA H200", announces=False), path)
+    ray_like.evaluate(req)
+    ray_like.evaluate(req)
+    assert ray_like.backend.calls == 1 and ray_like.hits == 1
+    # a result no worker made (a static-check failure) answers on any machine
+    broken = EvalRequest(TASK, "def broken(:", EvalOptions(**OPTS))
+    CachedGym(FakeBackend(None), path).evaluate(broken)
+    assert CachedGym(FakeBackend("NVIDIA H200"), path).evaluate(broken).verdict == "compile_error"
 
 
 def test_ray_backend_on_local_ray(tmp_path):

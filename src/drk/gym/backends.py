@@ -38,6 +38,11 @@ class HttpGym(SubmitBackend):
             raise GymUnavailable(f"no drk gym service at {self.url} ({type(e).__name__})") from None
         health = h.json()
         self.device, self.workers = health.get("device", ""), health.get("workers")
+        self._environments = set(health.get("environments") or [])
+
+    def environment(self) -> set[str]:
+        """The service's worker environments, as its /health reported them (for the evaluation cache)."""
+        return set(self._environments)
 
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)

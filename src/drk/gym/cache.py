@@ -1,12 +1,19 @@
 """Evaluation cache: identical candidates (frequent in RL batches) are evaluated once.
 
-Key = sha256 of (task source, candidate source, the protocol options that change the numbers, device
-kind, GPU model, torch and Triton versions). Stored in SQLite (one file, safe for several processes;
-WAL mode). Results that say more about the moment than the kernel — `timeout`, `crashed` — are not
-cached, and neither are results flagged `excessive_speedup`.
+An entry is keyed by the task source, the candidate source, the protocol options that change the numbers,
+and the *environment the result was measured in*: device kind, GPU model and the evaluator's torch, Triton,
+CUDA and Python versions, exactly as the worker that ran it reported them (`EvalResult.versions`). A lookup
+accepts an entry only for an environment this backend has (reported by its workers: `environment()` on the
+local pool and the HTTP service, otherwise learned from the results it returns), so a cache file shared
+between an H100 and an H200 node, or kept across a torch upgrade, never answers with another machine's
+numbers. Results that depend on no hardware (a static-check failure, made before any worker) are stored
+under the empty environment and accepted everywhere.
 
-`CachedGym(backend, path)` wraps any backend with `evaluate_batch` and adds hit/miss counters; duplicates
-inside one batch are evaluated once too.
+Stored in SQLite (one file, safe for several processes; WAL mode). Results that say more about the moment
+than the kernel — `timeout`, `crashed` — are not cached, and neither are results flagged `excessive_speedup`.
+
+`CachedGym(backend, path)` wraps any backend with `submit` and adds hit/miss counters; duplicates in flight
+at the same time (inside one batch, say) are evaluated once.
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import json
 import sqlite3
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 from typing import Callable, Iterable
 
 from drk.gym import types as T
@@ -26,14 +33,25 @@ PROTOCOL_KEYS = ("device", "trials", "tolerance", "seed", "timing", "warmup", "t
                  "low_coverage")
 
 
-def cache_key(req: T.EvalRequest, hardware: str) -> str:
+def environment_of(device: str, versions: dict) -> str:
+    """The environment a result was measured in ("" when it needs none: no worker ran it)."""
+    if not versions:
+        return ""
+    return json.dumps({"device": (device or "").split(":")[0], **versions}, sort_keys=True)
+
+
+def content_key(req: T.EvalRequest) -> str:
     opts = req.options.to_dict()
     proto = {k: opts.get(k) for k in PROTOCOL_KEYS}
     h = hashlib.sha256()
-    for part in (req.task.source, req.source, json.dumps(proto, sort_keys=True), hardware):
+    for part in (req.task.source, req.source, json.dumps(proto, sort_keys=True)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def cache_key(content: str, environment: str) -> str:
+    return hashlib.sha256(f"{content}\0{environment}".encode()).hexdigest()
 
 
 class EvalCache:
@@ -52,13 +70,16 @@ class EvalCache:
             self._local.db = db
         return db
 
-    def get(self, key: str) -> T.EvalResult | None:
-        row = self._db().execute("SELECT result FROM results WHERE key = ?", (key,)).fetchone()
+    def get(self, content: str, environments: Iterable[str]) -> T.EvalResult | None:
+        keys = [cache_key(content, e) for e in sorted(environments)]
+        row = self._db().execute(f"SELECT result FROM results WHERE key IN ({','.join('?' * len(keys))}) "
+                                 "ORDER BY created DESC LIMIT 1", keys).fetchone()
         return T.EvalResult.from_dict(json.loads(row[0])) if row else None
 
-    def put(self, key: str, res: T.EvalResult) -> None:
+    def put(self, content: str, res: T.EvalResult) -> None:
         if res.verdict in NOT_CACHED or T.EXCESSIVE_SPEEDUP in res.flags:
             return
+        key = cache_key(content, environment_of(res.device, res.versions))
         self._db().execute("INSERT OR REPLACE INTO results (key, result, created) VALUES (?, ?, ?)",
                            (key, json.dumps(res.to_dict()), time.time()))
 
@@ -66,87 +87,77 @@ class EvalCache:
 class CachedGym:
     """A backend wrapper that answers repeated candidates from the cache."""
 
-    def __init__(self, backend, path: str, hardware: str | None = None) -> None:
+    def __init__(self, backend, path: str) -> None:
         self.backend = backend
         self.cache = EvalCache(path)
-        self.hardware = hardware
         self.hits = 0
         self.misses = 0
-
-    def _hardware(self) -> str:
-        if self.hardware is None:
-            gpu = getattr(self.backend, "gpu_model", lambda: "")()
-            import torch
-
-            self.hardware = f"{getattr(self.backend, 'device', '')}|{gpu}|torch {torch.__version__}"
-        return self.hardware
+        self._environments: set[str] = {""}
+        self._inflight: dict[str, Future] = {}
+        self._lock = threading.Lock()
 
     def __getattr__(self, name):
         return getattr(self.backend, name)
+
+    def environments(self, ask: bool = False) -> set[str]:
+        """Environments whose entries may answer here. `ask` asks the backend when none is known yet (the local
+        pool starts its first worker for that, so `submit` — called from the server's event loop — never asks)."""
+        if ask and self._environments == {""}:
+            known = getattr(self.backend, "environment", lambda: set())() or set()
+            with self._lock:
+                self._environments |= set(known)
+        return set(self._environments)
 
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         return self.evaluate_batch([req])[0]
 
     def submit(self, req: T.EvalRequest) -> Future:
-        """A hit resolves at once; a miss goes to the backend's own `submit` (never blocks the caller —
-        the HTTP server calls this from its event loop) and is stored when it finishes."""
-        key = cache_key(req, self._hardware())
-        hit = self.cache.get(key)
+        """A hit resolves at once; a twin of a request in flight shares its evaluation; a miss goes to the
+        backend's own `submit` (never blocks the caller) and is stored before its Future resolves."""
+        content = content_key(req)
+        out: Future = Future()
+        hit = self.cache.get(content, self.environments())
+        with self._lock:
+            twin = None if hit is not None else self._inflight.get(content)
+            if hit is None and twin is None:
+                self._inflight[content] = out
+                self.misses += 1
+            else:
+                self.hits += 1
         if hit is not None:
-            self.hits += 1
-            fut: Future = Future()
-            fut.set_result(self._as_hit(hit, req))
-            return fut
-        self.misses += 1
-        outer: Future = Future()
+            out.set_result(self._as_hit(hit, req))
+            return out
+        if twin is not None:
+            twin.add_done_callback(lambda f: out.set_result(self._as_hit(f.result(), req)) if f.exception() is None
+                                   else out.set_exception(f.exception()))
+            return out
 
-        def store(f: Future) -> None:  # stored before the caller sees the result, so a resubmit hits
-            self.cache.put(key, f.result())
-            outer.set_result(f.result())
+        def store(f: Future) -> None:
+            if f.exception() is not None:  # no backend should raise, but a waiting twin must not hang if one does
+                with self._lock:
+                    self._inflight.pop(content, None)
+                out.set_exception(f.exception())
+                return
+            res = f.result()
+            self.cache.put(content, res)
+            with self._lock:
+                if res.versions:
+                    self._environments.add(environment_of(res.device, res.versions))
+                self._inflight.pop(content, None)
+            out.set_result(res)
 
         self.backend.submit(req).add_done_callback(store)
-        return outer
+        return out
 
     def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
                        on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        reqs = list(reqs)
-        hw = self._hardware()
-        keys = [cache_key(r, hw) for r in reqs]
-        out: list[T.EvalResult | None] = [None] * len(reqs)
-        first: dict[str, int] = {}
-        todo: list[int] = []
-        for i, k in enumerate(keys):
-            hit = self.cache.get(k)
-            if hit is not None:
-                out[i] = self._as_hit(hit, reqs[i])
-                self.hits += 1
-                if on_result:
-                    on_result(i, out[i])
-            elif k in first:
-                self.hits += 1  # a duplicate inside this batch: filled in from its twin below
-            else:
-                first[k] = i
-                todo.append(i)
-        self.misses += len(todo)
-
-        def done(j: int, res: T.EvalResult) -> None:
-            i = todo[j]
-            self.cache.put(keys[i], res)
-            out[i] = res
-            if on_result:
-                on_result(i, res)
-
-        if todo:
-            results = self.backend.evaluate_batch([reqs[i] for i in todo], on_result=done)
-            for j, res in enumerate(results):
-                if out[todo[j]] is None:  # a backend that does not report as it goes
-                    done(j, res)
-        for i, k in enumerate(keys):
-            if out[i] is None:
-                out[i] = self._as_hit(out[first[k]], reqs[i])
-                if on_result:
-                    on_result(i, out[i])
-        return out  # type: ignore[return-value]
+        self.environments(ask=True)
+        futs = [self.submit(r) for r in reqs]
+        index = {id(f): i for i, f in enumerate(futs)}
+        for f in as_completed(futs):
+            if on_result is not None:
+                on_result(index[id(f)], f.result())
+        return [f.result() for f in futs]
 
     @staticmethod
     def _as_hit(res: T.EvalResult, req: T.EvalRequest) -> T.EvalResult:

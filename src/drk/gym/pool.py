@@ -82,6 +82,13 @@ class Slot:
         self.conn = None
         self.hello: dict = {}
         self.last_task = ""
+        self._start_lock = threading.Lock()  # its dispatcher thread and LocalPool.environment() may both start it
+
+    def ensure_started(self) -> None:
+        with self._start_lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.stop()
+                self.start()
 
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
@@ -119,9 +126,7 @@ class Slot:
         self.proc, self.conn = None, None
 
     def evaluate(self, req: T.EvalRequest, slack_s: float) -> T.EvalResult:
-        if self.proc is None or self.proc.poll() is not None:
-            self.stop()
-            self.start()
+        self.ensure_started()
         deadline = req.options.timeout_s + slack_s
         try:
             wire.send(self.conn, {"op": "evaluate", "request": req.to_dict()})
@@ -193,12 +198,17 @@ class LocalPool(SubmitBackend):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def gpu_model(self) -> str:
-        """The GPU model of the first started slot ("" on CPU or before any evaluation)."""
-        for s in self.slots:
-            if s.hello:
-                return str(s.hello.get("versions", {}).get("gpu", ""))
-        return ""
+    def environment(self, start: bool = True) -> set[str]:
+        """Where this pool's results are measured (`drk.gym.cache.environment_of` of each started worker's
+        device and versions). With `start`, starts the first worker when none has (empty if it cannot start)."""
+        from drk.gym.cache import environment_of
+
+        if start and not any(s.hello for s in self.slots):
+            try:
+                self.slots[0].ensure_started()
+            except RuntimeError:
+                return set()  # the evaluations themselves report why
+        return {environment_of(s.hello.get("device", ""), s.hello.get("versions", {})) for s in self.slots if s.hello}
 
     def close(self) -> None:
         if self._closed:

@@ -150,10 +150,13 @@ def make_app(backend, defaults: T.EvalOptions | None = None):
             raise HTTPException(404, f"unknown {what} {job_id}")
         return job
 
+    environment = getattr(backend, "environment", lambda start=False: set())
+
     @app.get("/health")
     def health():
         return {"ok": True, "device": getattr(backend, "device", ""), "workers": getattr(backend, "workers", None),
-                "queued": getattr(backend, "queued", lambda: 0)(), "uptime_s": time.time() - started}
+                "queued": getattr(backend, "queued", lambda: 0)(), "uptime_s": time.time() - started,
+                "environments": sorted(environment(start=False))}
 
     @app.get("/metrics")
     def metrics():
@@ -227,4 +230,5 @@ def serve(backend, host: str, port: int, defaults: T.EvalOptions | None = None) 
     import uvicorn
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    getattr(backend, "environment", lambda: None)()  # start a first worker, so /health reports its versions
     uvicorn.run(make_app(backend, defaults), host=host, port=port, log_level="warning")
