@@ -66,3 +66,27 @@ def test_integer_outputs_need_exact_match_and_inputs_changed_blockwise(monkeypat
     assert not compare.inputs_changed([x], [y])
     y[3, 4] = y[3, 4] + 1
     assert compare.inputs_changed([x], [y])
+
+
+def test_fingerprint_sees_any_in_place_change_but_not_nan_payloads_or_signed_zero(monkeypatch):
+    """The judge's input-mutation check on CUDA keeps a digest, not a copy, of the inputs."""
+    monkeypatch.setattr(compare, "CHUNK", 7)  # several blocks per tensor
+    x = torch.randn(6, 5)
+    x[0, 0], x[1, 1] = float("nan"), 0.0
+    y = x.clone()
+    y[0, 0] = torch.tensor(float("nan")).neg()  # another NaN bit pattern
+    y[1, 1] = -0.0
+    assert compare.fingerprint([x]) == compare.fingerprint([y]) and not compare.inputs_changed([x], [y])
+    z = x.clone()
+    z[5, 4] = torch.nextafter(z[5, 4], torch.tensor(float("inf")))  # the smallest change of the last element
+    assert compare.inputs_changed([x], [z])
+    s = torch.arange(12.0)
+    t = s.clone()
+    t[[2, 9]] = t[[9, 2]]  # the same values in other places: the position weights tell
+    assert compare.fingerprint([s]) != compare.fingerprint([t])
+    for a in (torch.tensor([True, False, True]), torch.randn(4, dtype=torch.bfloat16),
+              torch.randn(3, dtype=torch.complex64), torch.arange(5, dtype=torch.int64)):
+        b = a.clone()
+        b[-1] = ~b[-1] if b.dtype == torch.bool else b[-1] + 1
+        assert compare.fingerprint([a, 3]) == compare.fingerprint([a.clone(), 4]) != compare.fingerprint([b, 3])
+    assert compare.inputs_changed([torch.zeros(4)], [torch.zeros(2, 2)])  # a reshape is a change

@@ -37,7 +37,8 @@ class TrialChecks:
         self.opts = req.options
         self.device = judge.device
         self.cuda = judge.cuda
-        self.kept: dict[str, tuple[list, list]] = {}   # key -> (private inputs, inputs the runner holds)
+        self.kept: dict[str, list] = {}   # key -> the inputs the runner holds under that key (CUDA)
+        self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
         self.cpu_rows: dict[str, float] = {}
@@ -46,30 +47,37 @@ class TrialChecks:
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
-                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, list]:
-        """One candidate forward. Returns (reply, outputs, inputs as the candidate left them)."""
+                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
+        """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
+
+        On CUDA the runner gets the caller's own `inputs` (no copy: the judge's device memory stays about
+        inputs + references + receive buffers); whether it wrote to them is told by a digest taken before
+        and after (`compare.fingerprint`). With `key`, the runner keeps them for timing and the probes;
+        `refresh` overwrites the kept ones in place instead (same pointers, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs)}
         if self.cuda:
             if refresh is not None:
-                shared = self.kept[key][1]
+                shared = self.kept[key]
                 for t, new in zip(shared, refresh):
                     if isinstance(t, torch.Tensor):
                         t.copy_(new)
             else:
-                shared = clone(inputs)
+                shared = inputs
+            before = compare.fingerprint(shared)
             bufs = [torch.empty_like(r) for r in refs]  # the runner reports which ones it wrote
             payload = {"inputs": None if refresh is not None else shared, "out_buffers": bufs}
             torch.cuda.synchronize()
             reply, _ = self.j.call(header, payload, deadline=self.deadline)
             if key:
-                self.kept[key] = (inputs, shared)
-            return reply, self._buffers_as_outputs(reply, bufs), shared
+                self.kept[key] = shared
+            outs = self._buffers_as_outputs(reply, bufs)
+            return reply, outs, bool(reply.get("ok")) and compare.fingerprint(shared) != before
         payload = {"inputs": None, "refresh": refresh} if refresh is not None else {"inputs": clone(inputs)}
         header["return_inputs"] = True
         reply, frames = self.j.call(header, payload, deadline=self.deadline)
         if not reply.get("ok"):
-            return reply, [], inputs
+            return reply, [], False
         descs = reply.get("outputs") or []
         n_in = sum(isinstance(t, torch.Tensor) for t in inputs)
         if len(frames) != len(descs) + n_in:
@@ -80,13 +88,13 @@ class TrialChecks:
             after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}, next(it))
                          if isinstance(t, torch.Tensor) else t)
         if key:
-            self.kept[key] = (inputs, [])
+            self.kept[key] = []
         self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
         self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
         self.cpu_forwards += 1
         for name, s in reply.get("launches", []):
             self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
-        return reply, outs, after
+        return reply, outs, compare.inputs_changed(inputs, after)
 
     @staticmethod
     def _buffers_as_outputs(reply: dict, bufs: list[torch.Tensor]) -> list:
@@ -124,7 +132,9 @@ class TrialChecks:
             if k == 0:
                 self._first_trial_facts(inputs, refs)
             key = "timing" if k == min(1, n - 1) else ""
-            reply, outs, after = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+            if key:
+                self.timing_seed = opts.seed + k
+            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
             if k == 0:
                 res.phase_seconds["compile"] = time.monotonic() - t_first
                 t_rest = time.monotonic()
@@ -140,7 +150,7 @@ class TrialChecks:
             if cmp.max_abs_diff is not None:
                 res.max_abs_diff = max(res.max_abs_diff or 0.0, cmp.max_abs_diff)
                 res.mean_abs_diff = max(res.mean_abs_diff or 0.0, cmp.mean_abs_diff or 0.0)
-            if k == 0 and opts.fp64_check and cmp.ok:
+            if k == 0 and opts.fp64_check and cmp.ok and not mutated:
                 res.max_abs_diff_fp64 = self._fp64_diff(inputs, outs, train, grad)
             if not cmp.ok:
                 if train:
@@ -148,7 +158,7 @@ class TrialChecks:
                     return False
                 if EVAL_MODE_MISMATCH not in res.flags:
                     res.flags.append(EVAL_MODE_MISMATCH)
-            if compare.inputs_changed(inputs, after):
+            if mutated:
                 res.verdict = T.INCORRECT
                 res.flags.append(T.INPUT_MUTATED)
                 res.error = f"trial {k + 1}/{n}: the forward modified its input tensors in place"
@@ -162,7 +172,7 @@ class TrialChecks:
             res.trials_passed += 1
             if k == 1 and self.constants is not None:
                 self._constant_check(refs)
-            del inputs, refs, outs, after  # free before the next trial allocates (multi-GB tasks)
+            del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
         res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
         if self.cuda:
             mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
@@ -261,7 +271,7 @@ class TrialChecks:
 
     def _reference_times(self) -> tuple[float | None, float | None]:
         opts, task, j = self.opts, self.task, self.j
-        inputs = self.kept["timing"][0]
+        inputs = None  # regenerated only when a mode is not cached yet: the judge keeps no private copy
         sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
                j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush)
         out = []
@@ -274,6 +284,8 @@ class TrialChecks:
             if cached is not None:
                 out.append(cached)
                 continue
+            if inputs is None:
+                inputs = harness.make_inputs(task.module, self.timing_seed, self.device)
             ms = self._time_reference(inputs, mode)
             if ms is not None:
                 j.ref_times.put(key, ms, {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})

@@ -150,16 +150,38 @@ def constants_pass(consts: list[float], refs: list[torch.Tensor], tol: float) ->
     return compare_outputs(list(consts), refs, tol).ok
 
 
+_INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def fingerprint(xs: list) -> list[tuple[int, int]]:
+    """A bitwise digest of every tensor in `xs`, two wrapping 64-bit sums per block (plain and position-
+    weighted), so the judge can tell whether a forward changed its inputs in place without keeping a copy
+    of them (a copy would double the inputs' device memory). NaN payloads and the sign of zero are
+    ignored, like an exact `allclose(equal_nan=True)`; any other change of any element changes the digest
+    except with negligible probability."""
+    out = []
+    for x in xs:
+        if not isinstance(x, torch.Tensor):
+            continue
+        x = x.detach()
+        if x.is_complex():
+            x = torch.view_as_real(x)
+        offset = 0
+        for idx in blocks(x.shape):
+            blk = x[idx].reshape(-1)
+            if blk.is_floating_point():
+                blk = torch.where(torch.isnan(blk), torch.full((), float("nan"), dtype=blk.dtype, device=blk.device),
+                                  blk + 0.0)  # one NaN bit pattern; -0.0 + 0.0 == +0.0
+            bits = blk.contiguous().view(_INT_OF_SIZE[blk.element_size()]).to(torch.int64)
+            pos = torch.arange(offset, offset + bits.numel(), dtype=torch.int64, device=bits.device)
+            weights = pos * 0x9E3779B97F4A7C1 + 0x632BE59BD9B4E019 % (1 << 62)  # wraps: a fixed pseudo-random weight
+            out.append((int(bits.sum()), int((bits * weights).sum())))
+            offset += bits.numel()
+        out.append((offset, 0))  # each tensor closes with its element count
+    return out
+
+
 def inputs_changed(before: list, after: list) -> bool:
     """True when any input tensor differs bit for bit (NaN in the same place counts as equal)."""
-    for b, a in zip(before, after):
-        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            if b.shape != a.shape:
-                return True
-            for idx in blocks(b.shape):
-                bb, ab = b[idx], a[idx].to(b.device)
-                same = (torch.allclose(bb, ab, rtol=0.0, atol=0.0, equal_nan=True) if bb.is_floating_point()
-                        else torch.equal(bb, ab))
-                if not same:
-                    return True
-    return False
+    return [tuple(t.shape) for t in before if isinstance(t, torch.Tensor)] != [
+        tuple(t.shape) for t in after if isinstance(t, torch.Tensor)] or fingerprint(before) != fingerprint(after)
