@@ -74,5 +74,17 @@ build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" >/dev/nul
     | grep -v "^WARNING\|Target directory\|^{'loss'" | cut -c1-600
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl
   ;;
+last)  # third session of 2026-12-02: the judge's peak memory after it stopped keeping private input copies, and
+       # where RL generation time goes (prefill vs decode ms/step in drk rl, drk's engine alone, HF generate), vs TRL
+  echo "== memory"; timeout 110 python3 -m drk eval --level 1 --problems 19,23,36,47,100 --solutions data/solutions \
+    --kernelbench $KB --device cuda --out $OUT/memory --no-compile-baseline 2>&1 | tail -3
+  python3 -c "import json,sys; [print(r['task'], r['verdict'], r.get('peak_memory_mb'), r.get('evaluator_peak_memory_mb'), \
+r['shapes'].get('input_mb'), r['shapes'].get('output_mb'), r.get('runtime_ms'), r.get('speedup')) for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
+  echo "== rl"; timeout 330 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides gen,drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory\|^{'loss'\|Writing model\|shared tensor" | cut -c1-700
+  python3 -c "import json,sys; [print(m['step'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/rl/drk/rl_config.json
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

@@ -114,6 +114,7 @@ def run_gen(a, out: Path) -> dict:
     for name, seed in (("warmup", None), ("drk_seeded", 1), ("drk_unseeded", None)):
         sp = SamplingParams(temperature=1.0, max_new_tokens=a.max_new_tokens, seed=seed)
         report[name] = timed(lambda sp=sp: sum(len(g[0].token_ids) for g in eng.generate_ids(rows, sp)))
+        report[name]["timing"] = eng.take_timing()  # prefill vs decode, ms per decode step
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids, att, _ = left_pad(rows, pad, model.device)
     L = ids.shape[1]

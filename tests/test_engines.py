@@ -120,7 +120,12 @@ def test_hf_top_k_and_top_p_truncation(tiny, engine):
 
 def test_hf_batched_equals_unbatched(engine):
     greedy = SamplingParams(temperature=0.0, max_new_tokens=20)
+    engine.take_timing()
     batched = engine.generate(CONVS, greedy)
+    t = engine.take_timing()  # one batch: a decode step per token of its longest row (rounded up to a done-check)
+    assert max(len(g[0].token_ids) for g in batched) <= t["decode_steps"] <= 20 and t["prefill_s"] > 0
+    assert t["padded_prompt_tokens"] == len(CONVS) * max(len(g[0].prompt_token_ids) for g in batched)
+    assert engine.take_timing()["decode_steps"] == 0
     for conv, gens in zip(CONVS, batched):
         single = engine.generate([conv], greedy)[0][0]
         assert single.token_ids == gens[0].token_ids

@@ -109,6 +109,7 @@ def test_tiny_recipe_runs_with_the_evaluator(tmp_path):
     for key in ("reward_mean", "reward_max", "correct", "fast_1", "mrs_kept", "prs_kept", "adv_mean", "loss",
                 "clipfrac_high", "entropy", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "seconds"):
         assert key in m[0], key
+    assert m[0]["generation"]["decode_steps"] > 0 and m[0]["generation"]["decode_ms_per_step"] > 0
     steps = sorted((tmp_path / "rollouts").glob("step_*.jsonl"))
     assert len(steps) == 2
     rec = json.loads(steps[0].read_text().splitlines()[0])

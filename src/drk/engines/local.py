@@ -32,6 +32,7 @@ How to test: `pytest tests/test_engines.py -k hf` (tiny random Qwen3 on CPU).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -188,6 +189,14 @@ class HFEngine(ChatTemplateEngine):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids) if self.stop_ids else 0
         self._usage = UsageCounter()
+        self.timing = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0, "padded_prompt_tokens": 0}
+
+    def take_timing(self) -> dict:
+        """Where generation time went since the last call: prefill and decode seconds, decode steps (one per
+        new token of the longest row in each batch), padded prompt tokens; resets the counters."""
+        t, self.timing = self.timing, dict.fromkeys(self.timing, 0)
+        t["decode_ms_per_step"] = 1000 * t["decode_s"] / t["decode_steps"] if t["decode_steps"] else None
+        return t
 
     @classmethod
     def from_pretrained(cls, path: str, *, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> "HFEngine":
@@ -288,9 +297,13 @@ class HFEngine(ChatTemplateEngine):
         next_pos = positions[:, -1] + 1
         tokens, logps = [], []
         cache = None
+        t0 = time.perf_counter()
         with torch.no_grad():
             out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
                              use_cache=True, logits_to_keep=1)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # once per batch: splits prefill from decode in `timing`
+            t1 = time.perf_counter()
             vocab_limit = self._vocab_limit(out.logits.shape[-1])
             for step in range(params.max_new_tokens):
                 step_logits = out.logits[:, -1, :]
@@ -312,6 +325,10 @@ class HFEngine(ChatTemplateEngine):
         del cache, out
         all_ids = torch.stack(tokens, 1).tolist()  # GPU->CPU sync (once per chunk)
         all_lps = torch.stack(logps, 1).tolist()   # GPU->CPU sync
+        self.timing["prefill_s"] += t1 - t0
+        self.timing["decode_s"] += time.perf_counter() - t1
+        self.timing["decode_steps"] += len(tokens)
+        self.timing["padded_prompt_tokens"] += int(input_ids.numel())
         return [self._finish(prompt, ids, lps, params) for prompt, ids, lps in zip(prompts, all_ids, all_lps)]
 
     def _stop_string_rows(self, tokens: list, stops: list[str], device: Any) -> Any:

@@ -480,6 +480,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 times = {"rollout": time.perf_counter() - t0}
                 gen_tokens = sum(len(t.token_ids or []) for g in groups for ep in g for t in ep.turns)
                 times["generate"] = engine.take_seconds()
+                gen_timing = engine.take_timing() if hasattr(engine, "take_timing") else None
                 times["evaluate"] = times["rollout"] - times["generate"]
                 t1 = time.perf_counter()
                 r, valid, correct, cov, adv = rewards_and_advantages(groups, cfg)
@@ -497,6 +498,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
                 metrics = {"step": step, **step_metrics(groups, r, valid, correct, cov, adv, mstats, tstats, times,
                                                         gen_tokens), "lr": scheduler.get_last_lr()[0]}
+                if gen_timing:
+                    metrics["generation"] = gen_timing
                 if world > 1:  # headline numbers over all ranks' rollouts, not just this rank's
                     n = _sum_across(accelerator, float(valid.sum()))
                     metrics["reward_mean"] = _sum_across(accelerator, float(r[valid].sum())) / max(1.0, n)
