@@ -86,5 +86,16 @@ r['shapes'].get('input_mb'), r['shapes'].get('output_mb'), r.get('runtime_ms'), 
   python3 -c "import json,sys; [print(m['step'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/rl/drk/rl_config.json
   ;;
+verify)  # after the judge stopped copying inputs (reference on the inputs themselves, timing set = last trial):
+         # peak memory again, every shipped solution at full shapes, timing fidelity and the GPU corpus
+  echo "== memory"; timeout 110 python3 -m drk eval --level 1 --problems 19,23,36,47,100 --solutions data/solutions \
+    --kernelbench $KB --device cuda --out $OUT/memory --no-compile-baseline 2>&1 | tail -1
+  python3 -c "import json,sys; [print(r['task'], r['verdict'], r.get('peak_memory_mb'), r.get('evaluator_peak_memory_mb'), \
+r['shapes'].get('input_mb'), r['shapes'].get('output_mb'), r.get('runtime_ms'), r.get('speedup'), r['phase_seconds'].get('total')) for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
+  echo "== demo"; timeout 170 python3 -m drk eval --level 1,2 --solutions data/solutions --kernelbench $KB \
+    --device cuda --out $OUT/demo --no-compile-baseline 2>&1 | tail -12
+  echo "== fidelity + corpus"; timeout 220 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench \
+    --parts fidelity,corpus 2>&1 | cut -c1-2500
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

@@ -173,9 +173,8 @@ def fingerprint(xs: list) -> list[tuple[int, int]]:
                 blk = torch.where(torch.isnan(blk), torch.full((), float("nan"), dtype=blk.dtype, device=blk.device),
                                   blk + 0.0)  # one NaN bit pattern; -0.0 + 0.0 == +0.0
             bits = blk.contiguous().view(_INT_OF_SIZE[blk.element_size()]).to(torch.int64)
-            pos = torch.arange(offset, offset + bits.numel(), dtype=torch.int64, device=bits.device)
-            weights = pos * 0x9E3779B97F4A7C1 + 0x632BE59BD9B4E019 % (1 << 62)  # wraps: a fixed pseudo-random weight
-            out.append((int(bits.sum()), int((bits * weights).sum())))
+            pos = torch.arange(offset + 1, offset + 1 + bits.numel(), dtype=torch.int64, device=bits.device)
+            out.append((int(bits.sum()), int((bits * pos).sum())))  # wrapping int64 sums: exact, order-free
             offset += bits.numel()
         out.append((offset, 0))  # each tensor closes with its element count
     return out

@@ -221,9 +221,11 @@ class Judge:
 
     def _fit_device(self, original: str, source: str) -> tuple[str, list[str]]:
         """Scale a task down when its inputs x DEVICE_MEMORY_FACTOR exceed free memory. The factor covers
-        what one evaluation holds on the device at once: the judge's inputs, reference outputs, the runner's
-        copies and receive buffers, the timing set kept across trials, and the runner's outputs and poison
-        block (about 9x for an elementwise task whose output is as large as its input)."""
+        what one evaluation holds on the device at once: one input set (the candidate runs on the judge's
+        own tensors), the timing set kept for the probes, reference outputs and their intermediates, receive
+        buffers, and the runner's outputs and poison block. Measured on an H200 at full level-1 shapes
+        (2026-12-02): judge + runner peak 2.1-6.1x the inputs (6.1x for elementwise tasks whose output is as
+        large as their input); 10x leaves room for references with large intermediates."""
         free, _ = torch.cuda.mem_get_info()
         free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()  # our own cached blocks
         need = self._measure_inputs(source) * DEVICE_MEMORY_FACTOR
