@@ -285,6 +285,10 @@ class Judge:
             res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
             if failed:
                 gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
+            # Input sets the runner held through CUDA IPC are freed only once it has let go (unload above)
+            # AND this process collects them; otherwise the next evaluation starts with the previous one's
+            # timing inputs still allocated (seen on the H200: a 192 MB matmul task after ReLU peaked at 6 GB).
+            torch.cuda.ipc_collect()
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 
