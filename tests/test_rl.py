@@ -122,3 +122,18 @@ def test_paper_recipe_loads():
     cfg = load_config(RLConfig, ROOT / "recipes/rl.yaml")
     assert (cfg.prompts_per_step, cfg.rollouts, cfg.turns, cfg.steps, cfg.lr) == (16, 16, 3, 300, 1e-6)
     assert (cfg.algo.clip_low, cfg.algo.clip_high, cfg.algo.dual_clip, cfg.grad_clip) == (0.2, 0.28, 3.0, 1.0)
+
+
+def test_top_p_with_mrs_is_refused_in_one_line(tmp_path):
+    """top_p < 1 makes the engine's log-probs those of a truncated distribution; MRS would drop nearly every
+    trajectory, so the run refuses to start instead of training on nothing."""
+    from typer.testing import CliRunner
+
+    from drk.cli import app
+
+    cfg = tmp_path / "rl.yaml"
+    cfg.write_text(yaml.safe_dump({**TOY, "steps": 1, "top_p": 0.9}))
+    res = CliRunner().invoke(app, ["rl", "-c", str(cfg), "--out", str(tmp_path / "out")])
+    assert res.exit_code != 0 and "top_p 0.9 < 1 cannot be combined with mismatch rejection sampling" in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)  # a message, not a traceback
+    assert not (tmp_path / "out" / "metrics.jsonl").exists()

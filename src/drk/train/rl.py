@@ -440,6 +440,12 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     out = Path(cfg.out)
     if cfg.env not in ("gym", "toy"):
         raise ConfigError(f"env must be gym or toy, got {cfg.env!r}")
+    if cfg.top_p < 1.0 and cfg.algo.use_mrs:
+        # the engine reports log-probs of the truncated distribution it sampled from, the trainer's are of the
+        # full one, so every trajectory's ratio sits below 1 by the truncated mass and MRS drops nearly all
+        raise ConfigError(f"top_p {cfg.top_p} < 1 cannot be combined with mismatch rejection sampling (MRS compares "
+                          "log-probs of the full distribution); use top_p: 1.0 (the paper's setting) or "
+                          "algo.use_mrs: false")
     cuda = torch.cuda.is_available()
     accelerator = Accelerator(cpu=not cuda)
     set_seed(cfg.seed)
