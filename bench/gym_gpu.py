@@ -13,6 +13,7 @@ Parts (each writes OUTDIR/<part>.json and prints a short table; a failing part d
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -45,6 +46,17 @@ def solution(stem: str, level: str = "level1") -> str:
     return (ROOT / "data" / "solutions" / level / f"{stem}.py").read_text()
 
 
+def _one_element_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def one_element(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1.0)
+
+    return one_element
+
+
 def part_fidelity(kb: Path, out: Path) -> dict:
     import torch
     import triton
@@ -70,8 +82,13 @@ def part_fidelity(kb: Path, out: Path) -> dict:
         model = harness.build_model(sol, "ModelNew", init, 42, "cuda")
         x = harness.make_inputs(ref, 43, "cuda")
         with torch.no_grad():
-            row["do_bench_ms"] = triton.testing.do_bench(lambda: model(*x), return_mode="median")
-        model = x = None  # free before the next task
+            call = functools.partial(model, *x)
+            row["do_bench_ms"] = triton.testing.do_bench(call, return_mode="median")
+            # the evaluator's protocol (idle-device start, L2 flush) here, outside the sandboxed runner: splits
+            # the offset to do_bench into the protocol's share and the runner's (audit hook, launch recorder)
+            tc = harness.time_calls(lambda i, c=call: c(), "cuda", warmup=5, trials=100, l2_flush=True)
+            row["protocol_here_ms"] = harness.runtime_of(tc)[0]
+        model = x = call = None  # free before the next task
         torch.cuda.empty_cache()
         ms = row["runtime_ms"]
         if ms:
@@ -79,7 +96,15 @@ def part_fidelity(kb: Path, out: Path) -> dict:
             row["cv"] = statistics.pstdev(ms) / mean
             row["median_of_medians_ms"] = statistics.median(ms)
             row["vs_do_bench"] = statistics.median(ms) / row["do_bench_ms"] - 1
-    return {"rows": rows}
+    floor = {}
+    if DEVICE == "cuda":
+        _one_element = _one_element_kernel()  # what the protocol adds to a launch that does (almost) nothing: host launch latency
+        buf = torch.zeros(1, device="cuda")
+        one = functools.partial(_one_element[(1,)], buf)
+        floor = {"protocol_ms": harness.runtime_of(harness.time_calls(lambda i: one(), "cuda", warmup=5, trials=100,
+                                                                        l2_flush=True))[0],
+                 "do_bench_ms": triton.testing.do_bench(one, return_mode="median")}
+    return {"rows": rows, "empty_launch": floor}
 
 
 def part_overhead_small(kb: Path, out: Path) -> dict:

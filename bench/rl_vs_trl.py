@@ -9,7 +9,7 @@ step per batch, lr 1e-6, no KL. drk additionally evaluates every kernel with the
 here, so the shapes match TRL); TRL's reward function is a constant (it cannot learn anything from a
 random model anyway), so TRL's time is generation + training only. Reported: seconds per step and per
 phase, generated tokens/s, trained tokens/s. `--sides gen` times generation alone (drk's engine seeded and
-unseeded, and transformers' generate). Writes OUT/rl_vs_trl.json.
+unseeded, and transformers' generate, dynamic and static-cache/compiled). Writes OUT/rl_vs_trl.json.
 """
 from __future__ import annotations
 
@@ -126,6 +126,20 @@ def run_gen(a, out: Path) -> dict:
         return int(o.shape[0] * (o.shape[1] - L))
 
     report["hf_generate"] = timed(hf)
+
+    def hf_static() -> int:  # static KV cache; transformers compiles the decode step (CUDA graphs) for it
+        with torch.no_grad():
+            o = model.generate(input_ids=ids, attention_mask=att, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                               max_new_tokens=a.max_new_tokens, min_new_tokens=a.max_new_tokens, pad_token_id=pad,
+                               cache_implementation="static")
+        return int(o.shape[0] * (o.shape[1] - L))
+
+    if cuda:  # the headroom a CUDA-graph decode loop would give drk's engine: first call compiles, second is timed
+        try:
+            report["hf_generate_static_first"] = timed(hf_static)
+            report["hf_generate_static"] = timed(hf_static)
+        except Exception as e:  # noqa: BLE001 - a measurement, not a requirement
+            report["hf_generate_static"] = {"error": f"{type(e).__name__}: {e}"[:500]}
     return report
 
 
