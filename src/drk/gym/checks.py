@@ -47,12 +47,13 @@ class TrialChecks:
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
-                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
+                      skip_triton: bool = False, refresh: list | None = None,
+                      digest: list | None = None) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
         On CUDA the runner gets the caller's own `inputs` (no copy: the judge's device memory stays about
         inputs + references + receive buffers); whether it wrote to them is told by a digest taken before
-        and after (`compare.fingerprint`). With `key`, the runner keeps them for timing and the probes;
+        and after (`compare.fingerprint`; `digest`, when the caller has it, is the one before). With `key`, the runner keeps them for timing and the probes;
         `refresh` overwrites the kept ones in place instead (same pointers, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs)}
@@ -64,7 +65,7 @@ class TrialChecks:
                         t.copy_(new)
             else:
                 shared = inputs
-            before = compare.fingerprint(shared)
+            before = digest if digest is not None and refresh is None else compare.fingerprint(shared)
             bufs = [torch.empty_like(r) for r in refs]  # the runner reports which ones it wrote
             payload = {"inputs": None if refresh is not None else shared, "out_buffers": bufs}
             torch.cuda.synchronize()
@@ -119,17 +120,18 @@ class TrialChecks:
         if reply.get("cuda_error"):
             self.j.recycle()  # a CUDA error poisons the runner's context
 
-    def reference(self, inputs: list, seed: int, *, train: bool, grad: bool) -> tuple[list, list]:
+    def reference(self, inputs: list, seed: int, *, train: bool, grad: bool) -> tuple[list, list, list]:
         """The reference forward on `inputs` themselves (a copy would add the inputs' size to the judge's
         device memory). If it changed them in place, fresh inputs from the same seed replace them for the
-        candidate. Returns (outputs, inputs); no output shares memory with the returned inputs, so nothing
-        the candidate does to its inputs can reach the expected outputs."""
+        candidate. Returns (outputs, inputs, their digest); no output shares memory with the returned inputs,
+        so nothing the candidate does to its inputs can reach the expected outputs."""
         before = compare.fingerprint(inputs)
         refs = harness.forward(self.task.model, inputs, train=train, grad=grad)
         if compare.fingerprint(inputs) != before:
             inputs = harness.make_inputs(self.task.module, seed, self.device)
+            before = compare.fingerprint(inputs)
         held = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
-        return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs
+        return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs, before
 
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
@@ -140,13 +142,13 @@ class TrialChecks:
         for k in range(n):
             train, grad = MODES[k % 4]
             inputs = harness.make_inputs(task.module, opts.seed + k, self.device)
-            refs, inputs = self.reference(inputs, opts.seed + k, train=train, grad=grad)
+            refs, inputs, digest = self.reference(inputs, opts.seed + k, train=train, grad=grad)
             if k == 0:
-                inputs = self._first_trial_facts(inputs, refs)
+                inputs, digest = self._first_trial_facts(inputs, refs)
             key = "timing" if k == n - 1 else ""  # the last set: only one input set is held while trials run
             if key:
                 self.timing_seed = opts.seed + k
-            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key, digest=digest)
             if k == 0:
                 res.phase_seconds["compile"] = time.monotonic() - t_first
                 t_rest = time.monotonic()
@@ -192,8 +194,9 @@ class TrialChecks:
         res.verdict, res.correct = T.OK, True
         return True
 
-    def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> list:
-        """Shapes, degeneracy and reference determinism, from trial 1; returns the inputs for the candidate."""
+    def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> tuple[list, list]:
+        """Shapes, degeneracy and reference determinism, from trial 1; returns the inputs for the candidate
+        and their digest."""
         res, task = self.res, self.task
         res.shapes["inputs"] = shapes_of(inputs)
         res.shapes["outputs"] = shapes_of(refs)
@@ -205,13 +208,13 @@ class TrialChecks:
         else:
             self.constants = compare.constant_guess(refs)
         saved = {k: v.clone() for k, v in task.model.named_buffers()}
-        again, inputs = self.reference(inputs, self.opts.seed, train=True, grad=True)
+        again, inputs, digest = self.reference(inputs, self.opts.seed, train=True, grad=True)
         with torch.no_grad():
             for k, v in task.model.named_buffers():
                 v.copy_(saved[k])
         if not compare.compare_outputs(again, refs, self.opts.tolerance).ok:
             res.flags.append(T.NONDETERMINISTIC_REFERENCE)
-        return inputs
+        return inputs, digest
 
     def _degenerate(self, why: str) -> None:
         if T.DEGENERATE_TASK not in self.res.flags:
@@ -241,8 +244,9 @@ class TrialChecks:
         right, the Triton kernels do not compute the result (a token launch beside torch code)."""
         opts, task = self.opts, self.task
         seed = opts.seed + max(1, opts.trials)
-        refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True, grad=False)
-        reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
+        refs, inputs, digest = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
+                                              grad=False)
+        reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True, digest=digest)
         if reply.get("ok") and compare.compare_outputs(outs, refs, opts.tolerance).ok:
             self.res.verdict, self.res.correct = T.NO_TRITON, False
             self.res.flags.append(T.TRITON_UNUSED)
@@ -334,7 +338,8 @@ class TrialChecks:
             return
         task, opts = self.task, self.opts
         seed = opts.seed + CACHE_PROBE_SEED
-        refs, fresh = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True, grad=False)
+        refs, fresh, _ = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
+                                        grad=False)
         reply, outs, _ = self.run_candidate(fresh, refs, train=True, grad=False, key="timing", refresh=fresh)
         if not reply.get("ok"):
             self._fail(reply)
