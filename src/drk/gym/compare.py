@@ -151,17 +151,14 @@ def constants_pass(consts: list[float], refs: list[torch.Tensor], tol: float) ->
 
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_POSITIONS: dict[tuple[int, str], torch.Tensor] = {}  # 1..n as int32 per (n, device): reused block to block
+_POSITIONS: dict[str, torch.Tensor] = {}  # 1..n as int32 per device, the longest so far; blocks take a prefix
 
 
 def _positions(n: int, device: torch.device) -> torch.Tensor:
-    key = (n, str(device))
-    pos = _POSITIONS.get(key)
-    if pos is None:
-        if len(_POSITIONS) > 8:
-            _POSITIONS.clear()
-        pos = _POSITIONS[key] = torch.arange(1, n + 1, dtype=torch.int32, device=device)
-    return pos
+    pos = _POSITIONS.get(str(device))
+    if pos is None or pos.numel() < n:
+        pos = _POSITIONS[str(device)] = torch.arange(1, n + 1, dtype=torch.int32, device=device)
+    return pos[:n]
 
 
 def fingerprint(xs: list) -> list[tuple[int, int]]:
