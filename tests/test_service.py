@@ -195,6 +195,19 @@ def test_ray_backend_on_local_ray(tmp_path):
                                   EvalRequest(TASK, HANG, EvalOptions(**OPTS, timeout_s=8))])
         assert [r.verdict for r in res] == ["ok", "crashed", "timeout"]
         assert gym.evaluate(EvalRequest(TASK, GOOD, EvalOptions(**OPTS))).verdict == "ok"
+        # close() also stops an actor that is busy (here in a hang), not only the idle ones
+        busy = gym.submit(EvalRequest(TASK, HANG, EvalOptions(**OPTS, timeout_s=60)))
+        end = time.time() + 30
+        while len(gym._free) == gym.workers and time.time() < end:
+            time.sleep(0.1)
+        actors = list(gym._actors)
+        assert len(gym._free) < gym.workers and len(actors) == gym.workers
+        gym.close()
+        for a in actors:
+            with pytest.raises(ray.exceptions.RayActorError):
+                ray.get(a.stop.remote(), timeout=30)
+        res = busy.result(timeout=60)  # its waiting thread is released, not left blocked until the deadline
+        assert res.verdict == "crashed" and "shut down" in res.error
     finally:
         gym.close()
         ray.shutdown()

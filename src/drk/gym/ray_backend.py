@@ -65,6 +65,7 @@ class RayGym(SubmitBackend):
         self.workers = workers or (gpus if self.device.startswith("cuda") else max(1, int(ray.cluster_resources().get("CPU", 2)) // 2))
         self.cache_dir, self.slack_s, self.retries = cache_dir, slack_s, retries
         self._cls = _slot_actor_class()
+        self._actors: set = set()  # every live actor, free or busy: close() must stop them all
         self._free: list = [self._new_actor() for _ in range(self.workers)]
         self._cv = threading.Condition()
         self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="drk-ray-gym")  # one per actor
@@ -72,13 +73,16 @@ class RayGym(SubmitBackend):
 
     def _new_actor(self):
         opts = {"num_gpus": 1} if self.device.startswith("cuda") else {"num_cpus": 1}
-        return self._cls.options(**opts).remote(self.device, self.cache_dir)
+        actor = self._cls.options(**opts).remote(self.device, self.cache_dir)
+        self._actors.add(actor)
+        return actor
 
     def _acquire(self):
+        """A free actor, or None once the backend is closed."""
         with self._cv:
-            while not self._free:
+            while not self._free and not self._closed:
                 self._cv.wait()
-            return self._free.pop()
+            return None if self._closed else self._free.pop()
 
     def _release(self, actor) -> None:
         with self._cv:
@@ -86,17 +90,22 @@ class RayGym(SubmitBackend):
             self._cv.notify()
 
     def _replace(self, actor) -> None:
+        self._actors.discard(actor)
         try:
             self.ray.kill(actor, no_restart=True)
         except Exception:
             pass
-        self._release(self._new_actor())
+        if not self._closed:
+            self._release(self._new_actor())
 
     def _run(self, req: T.EvalRequest) -> T.EvalResult:
         from ray.exceptions import GetTimeoutError, RayActorError
 
         for attempt in range(self.retries + 1):
             actor = self._acquire()
+            if actor is None:
+                return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+                                    request_id=req.request_id, error="the evaluator was shut down before this request ran")
             ref = actor.evaluate.remote(req.to_dict(), self.slack_s)
             deadline = req.options.timeout_s + self.slack_s + 300.0  # + a fresh actor's start-up
             try:
@@ -121,11 +130,16 @@ class RayGym(SubmitBackend):
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()  # threads waiting for an actor give up
         self._threads.shutdown(wait=False, cancel_futures=True)
-        for a in self._free:
+        free = set(self._free)
+        for a in list(self._actors):
             try:
-                self.ray.get(a.stop.remote(), timeout=30)
-                self.ray.kill(a)
+                if a in free:  # idle: let its judge and runner exit cleanly
+                    self.ray.get(a.stop.remote(), timeout=30)
+                self.ray.kill(a)  # busy ones are killed mid-evaluation (their GPUs would stay taken otherwise)
             except Exception:
                 pass
+        self._actors.clear()
