@@ -103,7 +103,8 @@ next2)  # what the third session of 2026-12-02 left (docs/measurements/2026-12-0
   echo "== memory"; timeout 120 python3 -m drk eval --level 1 --problems 1,19,47,88,100 --solutions data/solutions \
     --kernelbench $KB --device cuda --workers 1 --out $OUT/memory --no-compile-baseline 2>&1 | tail -1
   python3 -c "import json,sys; [print(r['task'], r['verdict'], r.get('peak_memory_mb'), r.get('evaluator_peak_memory_mb'), \
-r['shapes'].get('input_mb'), r['shapes'].get('output_mb')) for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
+r['shapes'].get('input_mb'), r['shapes'].get('output_mb'), r['phase_seconds'].get('correctness'), r['phase_seconds'].get('total')) \
+for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
   echo "== fidelity"; timeout 200 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench --parts fidelity 2>&1 | cut -c1-2500
   echo "== gen"; timeout 250 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
     --prompts 4 --rollouts 8 --max-new-tokens 256 --sides gen --out $OUT/rl 2>&1 | grep -v "^WARNING" | cut -c1-1500
