@@ -22,10 +22,11 @@ import json
 import sqlite3
 import threading
 import time
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future
 from typing import Callable, Iterable
 
 from drk.gym import types as T
+from drk.gym.pool import SubmitBackend
 
 NOT_CACHED = (T.TIMEOUT, T.CRASHED)
 PROTOCOL_KEYS = ("device", "trials", "tolerance", "seed", "timing", "warmup", "timing_trials", "l2_flush",
@@ -84,8 +85,8 @@ class EvalCache:
                            (key, json.dumps(res.to_dict()), time.time()))
 
 
-class CachedGym:
-    """A backend wrapper that answers repeated candidates from the cache."""
+class CachedGym(SubmitBackend):
+    """A backend wrapper that answers repeated candidates from the cache (its `submit` is the only path)."""
 
     def __init__(self, backend, path: str) -> None:
         self.backend = backend
@@ -141,8 +142,7 @@ class CachedGym:
             res = f.result()
             self.cache.put(content, res)
             with self._lock:
-                if res.versions:
-                    self._environments.add(environment_of(res.device, res.versions))
+                self._environments.add(environment_of(res.device, res.versions))  # "" when no worker ran it
                 self._inflight.pop(content, None)
             out.set_result(res)
 
@@ -151,13 +151,8 @@ class CachedGym:
 
     def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
                        on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        self.environments(ask=True)
-        futs = [self.submit(r) for r in reqs]
-        index = {id(f): i for i, f in enumerate(futs)}
-        for f in as_completed(futs):
-            if on_result is not None:
-                on_result(index[id(f)], f.result())
-        return [f.result() for f in futs]
+        self.environments(ask=True)  # once per batch, where blocking is fine; then SubmitBackend's loop
+        return super().evaluate_batch(reqs, on_result)
 
     @staticmethod
     def _as_hit(res: T.EvalResult, req: T.EvalRequest) -> T.EvalResult:

@@ -53,8 +53,9 @@ class TrialChecks:
 
         On CUDA the runner gets the caller's own `inputs` (no copy: the judge's device memory stays about
         inputs + references + receive buffers); whether it wrote to them is told by a digest taken before
-        and after (`compare.fingerprint`; `digest`, when the caller has it, is the one before). With `key`, the runner keeps them for timing and the probes;
-        `refresh` overwrites the kept ones in place instead (same pointers, new values)."""
+        and after (`compare.fingerprint`; `digest`, when the caller has it, is the one before). With `key`,
+        the runner keeps them for timing and the probes; `refresh` overwrites the kept ones in place instead
+        (same pointers, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs)}
         if self.cuda:
