@@ -109,5 +109,15 @@ for r in map(json.loads, open(sys.argv[1]))]" $OUT/memory/results.jsonl
   echo "== gen"; timeout 250 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
     --prompts 4 --rollouts 8 --max-new-tokens 256 --sides gen --out $OUT/rl 2>&1 | grep -v "^WARNING" | cut -c1-1500
   ;;
+graph)  # fourth session of 2026-12-02: drk's CUDA-graph decoder (issue 5) - GPU engine test, generation alone, and
+        # 4 drk rl steps beside 4 TRL GRPOTrainer steps on the same model, batch and lengths
+  echo "== gpu engine test"; timeout 150 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_engines.py 2>&1 \
+    | grep -v "^WARNING" | tail -15
+  echo "== rl"; timeout 400 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides gen,drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory\|^{'loss'\|Writing model\|shared tensor" | cut -c1-900
+  python3 -c "import json,sys; [print(m['step'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/rl/drk/rl_config.json
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

@@ -8,8 +8,10 @@ first-turn prompt for each task), B prompts x N completions of up to L new token
 step per batch, lr 1e-6, no KL. drk additionally evaluates every kernel with the evaluator (single turn
 here, so the shapes match TRL); TRL's reward function is a constant (it cannot learn anything from a
 random model anyway), so TRL's time is generation + training only. Reported: seconds per step and per
-phase, generated tokens/s, trained tokens/s. `--sides gen` times generation alone (drk's engine seeded and
-unseeded, and transformers' generate, dynamic and static-cache/compiled). Writes OUT/rl_vs_trl.json.
+phase, generated tokens/s, trained tokens/s. `--sides gen` times generation alone: drk's engine with its
+CUDA-graph decoder and with the eager dynamic-cache loop, seeded and unseeded (and whether two seeded graph
+calls repeat), transformers' generate, and with `--hf-static` generate with a static compiled cache.
+Writes OUT/rl_vs_trl.json.
 """
 from __future__ import annotations
 
@@ -82,20 +84,23 @@ def run_trl(a, out: Path) -> dict:
 
 
 def run_gen(a, out: Path) -> dict:
-    """Generation alone, same model and prompts: drk's HFEngine seeded (deterministic algorithms on) and
-    unseeded, and transformers' model.generate (sampling, top_k=0) as the reference point."""
+    """Generation alone, same model and prompts: drk's HFEngine (default CUDA-graph decoder, and the eager
+    dynamic-cache loop), seeded (deterministic algorithms on) and unseeded, and transformers' model.generate
+    (sampling, top_k=0) as the reference point."""
     import torch
 
     from drk.agent.prompts import initial_messages
     from drk.engines.base import SamplingParams
-    from drk.engines.local import HFEngine, left_pad
+    from drk.engines.decoders import left_pad
+    from drk.engines.local import HFEngine
     from drk.engines.tiny import build_tiny_model
     from drk.tasks.queries import load_queries
 
     cuda = torch.cuda.is_available()
     model, tok = build_tiny_model(None, size=a.model, seed=0, dtype=torch.bfloat16 if cuda else torch.float32)
     model = model.to("cuda" if cuda else "cpu")
-    eng = HFEngine(model, tok)
+    engines = {"graph": HFEngine(model, tok), "dynamic": HFEngine(model, tok, decode="dynamic")}
+    eng = engines["graph"]
     tasks = load_queries(a.queries, a.problems)[:a.prompts]
     prompts = [eng.encode_conversation(initial_messages(t.source)) for t in tasks]
     rows = [p for p in prompts for _ in range(a.rollouts)]
@@ -111,10 +116,27 @@ def run_gen(a, out: Path) -> dict:
         dt = time.time() - t0
         return {"s": dt, "tokens": n, "tokens_per_s": n / dt}
 
-    for name, seed in (("warmup", None), ("drk_seeded", 1), ("drk_unseeded", None)):
+    samples = {}
+    for name, decode, seed in (("warmup", "graph", None), ("drk_seeded", "graph", 1), ("drk_seeded_again", "graph", 1),
+                               ("drk_unseeded", "graph", None), ("drk_dynamic_warmup", "dynamic", None),
+                               ("drk_dynamic_seeded", "dynamic", 1), ("drk_dynamic_unseeded", "dynamic", None)):
         sp = SamplingParams(temperature=1.0, max_new_tokens=a.max_new_tokens, seed=seed)
-        report[name] = timed(lambda sp=sp: sum(len(g[0].token_ids) for g in eng.generate_ids(rows, sp)))
-        report[name]["timing"] = eng.take_timing()  # prefill vs decode, ms per decode step
+        e = engines[decode]
+
+        def gen(e=e, sp=sp, name=name) -> int:
+            samples[name] = [g[0] for g in e.generate_ids(rows, sp)]
+            return sum(len(g.token_ids) for g in samples[name])
+
+        report[name] = timed(gen)
+        report[name]["timing"] = e.take_timing()  # prefill vs decode, ms per decode step
+    report["graph_seeded_repeats"] = sum(x.token_ids == y.token_ids for x, y in zip(
+        samples["drk_seeded"], samples["drk_seeded_again"])) / len(rows)
+    if cuda:  # the graph's log-probs against a teacher-forced forward (bf16: rounding-level differences expected)
+        diffs = sorted(abs(x - y) for g in samples["drk_seeded"][:8]
+                       for x, y in zip(eng.logprobs_of(g.prompt_token_ids, g.token_ids), g.logprobs))
+        report["graph_logprob_vs_teacher_forced"] = {"median": diffs[len(diffs) // 2], "max": diffs[-1]}
+    report["graph_used"] = eng._static is not None and eng._static.graph is not None
+    eng.release()
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids, att, _ = left_pad(rows, pad, model.device)
     L = ids.shape[1]
@@ -134,7 +156,7 @@ def run_gen(a, out: Path) -> dict:
                                cache_implementation="static")
         return int(o.shape[0] * (o.shape[1] - L))
 
-    if cuda:  # the headroom a CUDA-graph decode loop would give drk's engine: first call compiles, second is timed
+    if cuda and a.hf_static:  # transformers' own CUDA-graph path: the first call compiles, the second is timed
         try:
             report["hf_generate_static_first"] = timed(hf_static)
             report["hf_generate_static"] = timed(hf_static)
@@ -156,6 +178,7 @@ def main() -> None:
     ap.add_argument("--micro-batch-tokens", type=int, default=16384)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--sides", default="drk,trl")
+    ap.add_argument("--hf-static", action="store_true", help="gen: also time generate() with a static compiled cache")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)

@@ -248,6 +248,74 @@ def test_hf_peft_lora_model():
     assert worst < TOL
 
 
+def test_hf_static_decode_matches_dynamic(tiny):
+    """The static-cache decoder (the CUDA-graph path, run eagerly on CPU) gives the dynamic loop's tokens and
+    log-probs: bucket rows that repeat the first prompt, chunks of different widths sharing one cache, reuse
+    across calls, and a rebuild when a parameter's storage moves."""
+    model, tokenizer = tiny
+    dynamic = HFEngine(model, tokenizer, decode="dynamic", max_batch_rows=2)
+    static = HFEngine(model, tokenizer, decode="static", max_batch_rows=2)
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=20)
+    sampled = SamplingParams(temperature=1.0, max_new_tokens=20, n=2, seed=7)
+    for params in (greedy, sampled):
+        want, got = dynamic.generate(CONVS, params), static.generate(CONVS, params)
+        for a, b in zip([g for gs in want for g in gs], [g for gs in got for g in gs]):
+            assert b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
+            assert max_abs_diff(b.logprobs, a.logprobs) < TOL
+    decoder = static._static
+    assert decoder is not None and decoder.graph is None and (decoder.rows, decoder.max_len) == (8, 256)
+    assert check_against_reference(model, [g for gs in got for g in gs], temperature=1.0) < TOL
+    static.generate(CONVS[:1], greedy)
+    assert static._static is decoder  # same bucket: buffers reused
+    long_call = static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[0][0]
+    assert static._static is not decoder and static._static.max_len == 512
+    assert long_call.token_ids == dynamic.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[
+        0][0].token_ids
+    decoder = static._static
+    weight = model.get_input_embeddings().weight
+    weight.data = weight.data.clone()  # same values, new storage: a captured graph would read the old one
+    static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))
+    assert static._static is not decoder
+    static.release()
+    assert static._static is None
+
+
+def test_hf_static_decode_eager_attention_and_lora():
+    """Eager attention takes the static decoder's additive float mask; a PEFT-wrapped model decodes the same."""
+    peft = pytest.importorskip("peft")
+    model, tokenizer = build_tiny_model(seed=4)
+    model.set_attn_implementation("eager")
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                                      init_lora_weights=False))
+    params = SamplingParams(temperature=1.0, max_new_tokens=24, n=2, seed=3)
+    for m in (model, lora):
+        want = HFEngine(m, tokenizer, decode="dynamic").generate(CONVS, params)
+        got = HFEngine(m, tokenizer, decode="static").generate(CONVS, params)
+        pairs = list(zip([g for gs in want for g in gs], [g for gs in got for g in gs]))
+        assert all(a.token_ids == b.token_ids and max_abs_diff(a.logprobs, b.logprobs) < TOL for a, b in pairs)
+
+
+def test_hf_static_decode_refusals(tiny):
+    from drk.engines.decoders import static_supported
+
+    model, tokenizer = tiny
+    assert static_supported(model) == ""
+    sliding = type(model.config).from_dict({**model.config.to_dict(), "layer_types": [
+        "sliding_attention", "full_attention"], "use_sliding_window": True, "sliding_window": 4})
+    sliding._attn_implementation = "sdpa"
+    assert "layer types" in static_supported(type("M", (), {"config": sliding})())
+    flash = type(model.config).from_dict(model.config.to_dict())
+    flash._attn_implementation = "flash_attention_2"
+    assert "needs sdpa or eager" in static_supported(type("M", (), {"config": flash})())
+    with pytest.raises(EngineError, match="unknown decode mode"):
+        HFEngine(model, tokenizer, decode="fast")
+    with pytest.raises(EngineError, match="needs a CUDA device"):
+        HFEngine(model, tokenizer, decode="graph").generate(CONVS[:1], SamplingParams(max_new_tokens=2))
+    auto = HFEngine(model, tokenizer)  # auto on CPU = the dynamic loop, no static buffers
+    auto.generate(CONVS[:1], SamplingParams(max_new_tokens=2))
+    assert auto._static is None
+
+
 def test_hf_engine_from_saved_dir(tmp_path, tiny):
     build_tiny_model(tmp_path / "tiny", seed=0)
     eng = make_engine(EngineSpec(model=str(tmp_path / "tiny"), device="cpu", dtype="float32"))
@@ -488,3 +556,15 @@ def test_hf_engine_cuda_bf16_qwen3_06b_shape():
     assert median < 0.05 and worst < 1.0
     again = engine.generate(CONVS * 4, params)  # seeded: deterministic kernels make bf16 CUDA sampling repeat
     assert [g.token_ids for gs in again for g in gs] == [g.token_ids for g in gens]
+    assert engine._static is not None and engine._static.graph is not None  # the default on CUDA: graph replay
+    dynamic = HFEngine(model, tokenizer, decode="dynamic")
+    for eng in (engine, dynamic):
+        eng.generate(CONVS * 4, params)
+        eng.take_timing()
+        eng.generate(CONVS * 4, params)
+        print(f"{eng.decode}: {eng.take_timing()['decode_ms_per_step']:.1f} ms per decode step")
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=32)
+    a, b = engine.generate(CONVS, greedy), dynamic.generate(CONVS, greedy)
+    same = sum(x[0].token_ids[:8] == y[0].token_ids[:8] for x, y in zip(a, b))
+    print(f"greedy graph vs dynamic: {same}/{len(CONVS)} rows share their first 8 tokens (bf16)")
+    assert same >= 1

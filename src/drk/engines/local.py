@@ -23,8 +23,14 @@ and restores the previous global setting afterwards. That costs ~9% of decode sp
 32 rows x 256 tokens: 33.8 vs 31.0 ms per step, 2026-12-02); `deterministic=False` turns it off (`drk rl` does,
 unless `deterministic_generation: true`).
 
-What it deliberately is not: a fast server. Finished rows keep decoding (cheaply) until the chunk finishes; use
-vLLM for throughput. The model is switched to eval() while sampling (LoRA dropout would otherwise change the
+Decoding (`decode=`, drk.engines.decoders): on CUDA the default replays one captured CUDA graph per token over a
+static KV cache (`graph`), which removes the per-kernel launch cost that bounds a small model's step; `dynamic`
+is the plain eager loop over a growing cache (the CPU default, and the fallback for models the static path does
+not support or whose capture fails); `static` runs the static-cache step eagerly (tests). All three apply the
+same sampling code to the logits, so they sample the same distribution.
+
+What it deliberately is not: a server. No continuous batching: finished rows keep decoding (cheaply) until the
+chunk finishes; use vLLM for serving throughput. The model is switched to eval() while sampling (LoRA dropout would otherwise change the
 distribution) and restored afterwards.
 
 How to test: `pytest tests/test_engines.py -k hf` (tiny random Qwen3 on CPU).
@@ -39,6 +45,7 @@ from typing import Any
 
 from drk.engines.base import (FINISH_LENGTH, FINISH_STOP, ChatTemplateEngine, EngineError, EngineSpec, Generation,
                               SamplingParams, UsageCounter)
+from drk.engines.decoders import DynamicDecoder, StaticDecoder, buckets, static_supported
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +102,6 @@ def sample_next(logits: Any, params: SamplingParams, generator: Any, vocab_limit
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def left_pad(prompts: list[list[int]], pad_id: int, device: Any) -> tuple[Any, Any, Any]:
-    """(input_ids, attention_mask, position_ids) [B, L] for left-padded prompts; pads get position 0."""
-    import torch
-
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt):] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    return ids.to(device), mask.to(device), positions.to(device)
-
-
 def stop_token_ids_of(model: Any, tokenizer: Any, extra: list[int] | None = None) -> set[int]:
     """EOS ids from the tokenizer, the model's configs and the chat end-of-turn token (<|im_end|> if present)."""
     ids: set[int] = set(extra or [])
@@ -170,13 +163,21 @@ def resolve_dtype(dtype: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------------- engine
+DECODE_MODES = ("auto", "graph", "static", "dynamic")  # auto = graph on CUDA (when the model allows), else dynamic
+
+
 class HFEngine(ChatTemplateEngine):
     """Sampling from a transformers causal LM (plain or PEFT-wrapped) with exact ids and log-probs."""
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, mask_padded_vocab: bool = True,
                  max_batch_rows: int = 64, stop_token_ids: list[int] | None = None, sync_every: int = 8,
-                 chat_template_kwargs: dict | None = None, deterministic: bool = True) -> None:
+                 chat_template_kwargs: dict | None = None, deterministic: bool = True, decode: str = "auto") -> None:
+        if decode not in DECODE_MODES:
+            raise EngineError(f"unknown decode mode {decode!r}; expected one of {', '.join(DECODE_MODES)}")
         self.model = model
+        self.decode = decode  # see DECODE_MODES
+        self._static: StaticDecoder | None = None  # kept between calls (its graph is reused); release() frees it
+        self._static_refused = ""  # why the static path is off for this engine ("" = not refused)
         self.deterministic = deterministic  # seeded calls run with torch's deterministic algorithms
         self.tokenizer = tokenizer
         self.name = name or f"hf:{getattr(getattr(model, 'config', None), '_name_or_path', '') or 'model'}"
@@ -281,6 +282,31 @@ class HFEngine(ChatTemplateEngine):
             return self.tokenizer_len
         return None
 
+    def release(self) -> None:
+        """Free the static decoder (its KV cache and CUDA graph) until the next call needs one again: `drk rl`
+        calls this before training so the cache's memory goes to the backward pass."""
+        self._static = None
+
+    def _decoder_for(self, rows: int, max_len: int) -> Any:
+        """The static (graph) decoder when this call may use one, else a fresh dynamic one."""
+        device = self._device()
+        mode = self.decode
+        if mode == "auto":
+            mode = "graph" if device.type == "cuda" else "dynamic"
+        if mode == "graph" and device.type != "cuda":
+            raise EngineError("decode='graph' needs a CUDA device; use 'static' or 'dynamic'")
+        if mode != "dynamic" and not self._static_refused:
+            self._static_refused = static_supported(self.model)
+            if self._static_refused:
+                log.warning("static decoding off for %s: %s", self.name, self._static_refused)
+        if mode == "dynamic" or self._static_refused:
+            return DynamicDecoder(self.model, self.pad_id)
+        if self._static is None or not self._static.fits(rows, max_len, self.model):
+            self._static = None  # free the old buffers and graph before allocating new ones
+            self._static = StaticDecoder(self.model, *buckets(rows, max_len), self.pad_id,
+                                         use_graph=mode == "graph")
+        return self._static
+
     def _sample_chunk(self, prompts: list[list[int]], params: SamplingParams, generator: Any) -> list[Generation]:
         """Sample one left-padded batch to completion; returns one Generation per row."""
         import torch
@@ -290,24 +316,27 @@ class HFEngine(ChatTemplateEngine):
                                finish_reason=FINISH_LENGTH, usage={"prompt_tokens": len(p), "completion_tokens": 0})
                     for p in prompts]
         device = self._device()
-        input_ids, attention, positions = left_pad(prompts, self.pad_id, device)
+        decoder = self._decoder_for(len(prompts), max(len(p) for p in prompts) + params.max_new_tokens)
         rows = len(prompts)
         stop_ids = torch.tensor(sorted(self.stop_ids), dtype=torch.long, device=device)
         done = torch.zeros(rows, dtype=torch.bool, device=device)
-        next_pos = positions[:, -1] + 1
         tokens, logps = [], []
-        cache = None
         t0 = time.perf_counter()
         with torch.no_grad():
-            out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
-                             use_cache=True, logits_to_keep=1)
+            try:
+                step_logits = decoder.prefill(prompts)
+            except RuntimeError as exc:  # a graph capture the model's forward does not allow: eager from now on
+                if decoder is not self._static or not decoder.use_graph:
+                    raise
+                self._static, self._static_refused = None, f"CUDA graph capture failed: {str(exc)[:200]}"
+                log.warning("static decoding off for %s: %s", self.name, self._static_refused)
+                decoder = DynamicDecoder(self.model, self.pad_id)
+                step_logits = decoder.prefill(prompts)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)  # once per batch: splits prefill from decode in `timing`
             t1 = time.perf_counter()
-            vocab_limit = self._vocab_limit(out.logits.shape[-1])
+            vocab_limit = self._vocab_limit(step_logits.shape[-1])
             for step in range(params.max_new_tokens):
-                step_logits = out.logits[:, -1, :]
-                cache = out.past_key_values
                 ids, lp = sample_next(step_logits, params, generator, vocab_limit)
                 ids = torch.where(done, torch.full_like(ids, self.pad_id), ids)
                 tokens.append(ids)
@@ -318,17 +347,14 @@ class HFEngine(ChatTemplateEngine):
                 last = step + 1 == params.max_new_tokens
                 if last or ((step + 1) % self.sync_every == 0 and bool(done.all())):  # GPU->CPU sync
                     break
-                attention = torch.cat([attention, torch.ones((rows, 1), dtype=attention.dtype, device=device)], 1)
-                out = self.model(input_ids=ids.unsqueeze(-1), attention_mask=attention,
-                                 position_ids=next_pos.unsqueeze(-1), past_key_values=cache, use_cache=True)
-                next_pos = next_pos + 1
-        del cache, out
+                step_logits = decoder.step(ids)
+        decoder.finish()
         all_ids = torch.stack(tokens, 1).tolist()  # GPU->CPU sync (once per chunk)
         all_lps = torch.stack(logps, 1).tolist()   # GPU->CPU sync
         self.timing["prefill_s"] += t1 - t0
         self.timing["decode_s"] += time.perf_counter() - t1
         self.timing["decode_steps"] += len(tokens)
-        self.timing["padded_prompt_tokens"] += int(input_ids.numel())
+        self.timing["padded_prompt_tokens"] += decoder.prompt_tokens
         return [self._finish(prompt, ids, lps, params) for prompt, ids, lps in zip(prompts, all_ids, all_lps)]
 
     def _stop_string_rows(self, tokens: list, stops: list[str], device: Any) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from drk.engines.local import left_pad
+from drk.engines.decoders import left_pad
 from drk.train.algos import entropy_from_logits, selective_log_softmax
 
 

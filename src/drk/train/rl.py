@@ -488,6 +488,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 times["generate"] = engine.take_seconds()
                 gen_timing = engine.take_timing() if hasattr(engine, "take_timing") else None
                 times["evaluate"] = times["rollout"] - times["generate"]
+                if hasattr(engine, "release"):
+                    engine.release()  # the sampler's static KV cache and graph: their memory goes to training
                 t1 = time.perf_counter()
                 r, valid, correct, cov, adv = rewards_and_advantages(groups, cfg)
                 rows = turn_rows(groups, adv, valid, cfg)
