@@ -136,6 +136,7 @@ def run_gen(a, out: Path) -> dict:
                        for x, y in zip(eng.logprobs_of(g.prompt_token_ids, g.token_ids), g.logprobs))
         report["graph_logprob_vs_teacher_forced"] = {"median": diffs[len(diffs) // 2], "max": diffs[-1]}
     report["graph_used"] = eng._static is not None and eng._static.graph is not None
+    report["graph_failed"] = {str(k): v for k, v in eng._graph_failed.items()}
     eng.release()
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids, att, _ = left_pad(rows, pad, model.device)

@@ -265,8 +265,11 @@ def test_hf_static_decode_matches_dynamic(tiny):
     decoder = static._static
     assert decoder is not None and decoder.graph is None and (decoder.rows, decoder.max_len) == (8, 256)
     assert check_against_reference(model, [g for gs in got for g in gs], temperature=1.0) < TOL
-    static.generate(CONVS[:1], greedy)
-    assert static._static is decoder  # same bucket: buffers reused
+    static.generate(CONVS[:1], SamplingParams(temperature=1.0, max_new_tokens=20, seed=1))
+    assert static._static is decoder  # same bucket, seeded again: buffers reused
+    static.generate(CONVS[:1], greedy)  # unseeded: no deterministic algorithms, so not the seeded call's graph
+    assert static._static is not decoder and not static._static.deterministic
+    decoder = static._static
     long_call = static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[0][0]
     assert static._static is not decoder and static._static.max_len == 512
     assert long_call.token_ids == dynamic.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[

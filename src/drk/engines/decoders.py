@@ -100,6 +100,40 @@ def static_supported(model: Any) -> str:
     return ""
 
 
+DECODE_ATTENTION = "drk_decode"  # registered with transformers' AttentionInterface on first use
+
+
+def decode_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, scaling: float | None = None,
+                     dropout: float = 0.0, **kwargs: Any) -> tuple[Any, None]:
+    """Attention for one new token per row over a static cache, without materialising grouped K/V heads.
+
+    transformers' sdpa path repeats each K/V head for its n_rep query heads whenever a mask is given (every
+    static-cache step has one): 2 x n_rep x the cache read back and forth per layer per token, most of a
+    small model's decode step. With one query position, the n_rep query heads of a K/V head can instead be
+    that head's n_rep query positions: query [B, Hq, 1, D] -> [B, Hkv, n_rep, D] (head h = kv * n_rep + r, the
+    grouping `repeat_kv` uses), one SDPA over [B, Hkv, L, D] keys with the [B, 1, 1, L] mask broadcast, and
+    back to [B, 1, Hq, D]. Anything else (a prefill, no grouping) goes to transformers' sdpa function."""
+    import torch
+
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    if q_len != 1 or heads % kv_heads or key.shape[-1] != value.shape[-1]:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)
+    q = query.reshape(batch, kv_heads, heads // kv_heads, dim)
+    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=attention_mask, scale=scaling)
+    return out.reshape(batch, 1, heads, dim), None
+
+
+def _register_decode_attention() -> None:
+    from transformers import AttentionInterface
+
+    if DECODE_ATTENTION not in AttentionInterface._global_mapping:
+        AttentionInterface.register(DECODE_ATTENTION, decode_attention)
+
+
 def parameter_layout(model: Any) -> tuple:
     """Where every parameter's storage is: a captured graph is valid while this stays the same."""
     return tuple((p.data_ptr(), p.dtype, p.device) for p in model.parameters())
@@ -120,8 +154,10 @@ class StaticDecoder:
         import torch
         from transformers import StaticCache
 
+        _register_decode_attention()
         self.model, self.rows, self.max_len, self.pad_id = model, rows, max_len, pad_id
         self.use_graph = use_graph
+        self.deterministic = torch.are_deterministic_algorithms_enabled()  # a graph replays the kernels it captured
         self.layout = parameter_layout(model)
         device = next(model.parameters()).device
         self.cache = StaticCache(config=model.config, max_cache_len=max_len)
@@ -135,8 +171,13 @@ class StaticDecoder:
         self.n = 0              # caller's rows in the current call
         self.prompt_tokens = 0  # padded prompt tokens of the last prefill (the caller's rows)
 
-    def fits(self, rows: int, max_len: int, model: Any) -> bool:
+    def fits(self, rows: int, max_len: int, model: Any, *, use_graph: bool) -> bool:
+        """Whether this decoder serves a call of `rows` x `max_len` now: same buckets, same model with its
+        parameters where they were, same graph choice and deterministic-algorithms setting."""
+        import torch
+
         return (self.rows, self.max_len) == buckets(rows, max_len) and model is self.model and \
+            use_graph == self.use_graph and self.deterministic == torch.are_deterministic_algorithms_enabled() and \
             parameter_layout(model) == self.layout
 
     def prefill(self, prompts: list[list[int]]) -> Any:
@@ -172,11 +213,18 @@ class StaticDecoder:
 
     # ------------------------------------------------------------------------------------------- internals
     def _decode_one(self) -> Any:
-        """One token for every row at the cache's current write position (read on the device, no sync)."""
+        """One token for every row at the cache's current write position (read on the device, no sync), with
+        `decode_attention` in every layer for the duration of the forward."""
         written = self.cache.layers[0].cumulative_length  # this token's slot; it attends to every slot up to it
         allowed = self.valid & (self.key_pos <= written)
-        out = self.model(input_ids=self.ids, attention_mask=self._mask(allowed[:, None, :]), position_ids=self.pos,
-                         past_key_values=self.cache, use_cache=True)
+        config = self.model.config
+        previous = config._attn_implementation
+        config._attn_implementation = DECODE_ATTENTION
+        try:
+            out = self.model(input_ids=self.ids, attention_mask=self._mask(allowed[:, None, :]),
+                             position_ids=self.pos, past_key_values=self.cache, use_cache=True)
+        finally:
+            config._attn_implementation = previous
         self.pos.add_(1)
         return out.logits[:, -1, :]
 

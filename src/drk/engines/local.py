@@ -177,7 +177,8 @@ class HFEngine(ChatTemplateEngine):
         self.model = model
         self.decode = decode  # see DECODE_MODES
         self._static: StaticDecoder | None = None  # kept between calls (its graph is reused); release() frees it
-        self._static_refused = ""  # why the static path is off for this engine ("" = not refused)
+        self._static_refused: str | None = None  # None: not checked yet; "": the model allows it; else why not
+        self._graph_failed: dict[bool, str] = {}  # deterministic-algorithms flag -> why its capture failed
         self.deterministic = deterministic  # seeded calls run with torch's deterministic algorithms
         self.tokenizer = tokenizer
         self.name = name or f"hf:{getattr(getattr(model, 'config', None), '_name_or_path', '') or 'model'}"
@@ -289,19 +290,23 @@ class HFEngine(ChatTemplateEngine):
 
     def _decoder_for(self, rows: int, max_len: int) -> Any:
         """The static (graph) decoder when this call may use one, else a fresh dynamic one."""
+        import torch
+
         device = self._device()
         mode = self.decode
         if mode == "auto":
             mode = "graph" if device.type == "cuda" else "dynamic"
         if mode == "graph" and device.type != "cuda":
             raise EngineError("decode='graph' needs a CUDA device; use 'static' or 'dynamic'")
-        if mode != "dynamic" and not self._static_refused:
+        if mode != "dynamic" and self._static_refused is None:
             self._static_refused = static_supported(self.model)
             if self._static_refused:
                 log.warning("static decoding off for %s: %s", self.name, self._static_refused)
+        if mode == "graph" and torch.are_deterministic_algorithms_enabled() in self._graph_failed:
+            mode = "dynamic"
         if mode == "dynamic" or self._static_refused:
             return DynamicDecoder(self.model, self.pad_id)
-        if self._static is None or not self._static.fits(rows, max_len, self.model):
+        if self._static is None or not self._static.fits(rows, max_len, self.model, use_graph=mode == "graph"):
             self._static = None  # free the old buffers and graph before allocating new ones
             self._static = StaticDecoder(self.model, *buckets(rows, max_len), self.pad_id,
                                          use_graph=mode == "graph")
@@ -328,8 +333,9 @@ class HFEngine(ChatTemplateEngine):
             except RuntimeError as exc:  # a graph capture the model's forward does not allow: eager from now on
                 if decoder is not self._static or not decoder.use_graph:
                     raise
-                self._static, self._static_refused = None, f"CUDA graph capture failed: {str(exc)[:200]}"
-                log.warning("static decoding off for %s: %s", self.name, self._static_refused)
+                why = f"CUDA graph capture failed: {str(exc)[:200]}"
+                self._static, self._graph_failed[decoder.deterministic] = None, why
+                log.warning("graph decoding off for %s (deterministic=%s): %s", self.name, decoder.deterministic, why)
                 decoder = DynamicDecoder(self.model, self.pad_id)
                 step_logits = decoder.prefill(prompts)
             if device.type == "cuda":
