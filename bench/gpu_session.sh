@@ -119,5 +119,18 @@ graph)  # fourth session of 2026-12-02: drk's CUDA-graph decoder (issue 5) - GPU
   python3 -c "import json,sys; [print(m['step'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/trl $OUT/rl/drk/rl_config.json
   ;;
+final2)  # fourth session of 2026-12-02, after the graph decoder: fidelity again (issue 2), drk eval through the local
+         # engine (issue 4's model path) and 2 multi-turn drk rl steps (3 turns: a graph per turn's prompt width)
+  echo "== fidelity"; timeout 200 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/bench --parts fidelity 2>&1 | cut -c1-2500
+  echo "== model eval"; python3 -c "from drk.engines.tiny import build_tiny_model; import torch; \
+build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" 2>&1 | tail -2
+  timeout 150 python3 -m drk eval --level 1 --problems 1-10 --kernelbench $KB --model /tmp/q06 --samples 2 --turns 2 \
+    --max-tokens 256 --device cuda --no-compile-baseline --out $OUT/model_eval 2>&1 | tail -14
+  echo "== rl 3 turns"; timeout 200 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 2 --turns 3 --eval-device cuda --sides drk --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING" | cut -c1-600
+  python3 -c "import json,sys; [print(m['step'], m['turns'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
+  rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/drk/rl_config.json $OUT/model_eval/episodes.jsonl
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

@@ -32,7 +32,7 @@ def run_drk(a, out: Path) -> dict:
 
     cfg = load_config(RLConfig, None, {
         "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,
-        "steps": a.steps, "prompts_per_step": a.prompts, "rollouts": a.rollouts, "turns": 1, "lr": 1e-6,
+        "steps": a.steps, "prompts_per_step": a.prompts, "rollouts": a.rollouts, "turns": a.turns, "lr": 1e-6,
         "max_new_tokens": a.max_new_tokens, "micro_batch_tokens": a.micro_batch_tokens, "checkpoint_every": 1000,
         "eval_device": a.eval_device, "eval_cache": False, "log_rollouts": False, "seed": 0})
     t0 = time.time()
@@ -178,6 +178,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--micro-batch-tokens", type=int, default=16384)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--turns", type=int, default=1, help="drk side only (TRL's trainer is single-turn)")
     ap.add_argument("--sides", default="drk,trl")
     ap.add_argument("--hf-static", action="store_true", help="gen: also time generate() with a static compiled cache")
     ap.add_argument("--out", type=Path, required=True)
