@@ -132,5 +132,19 @@ build_tiny_model('/tmp/q06', size='qwen3-0.6b', dtype=torch.bfloat16)" 2>&1 | ta
   python3 -c "import json,sys; [print(m['step'], m['turns'], json.dumps(m['seconds']), json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
   rm -rf $OUT/rl/drk/checkpoints $OUT/rl/drk/final $OUT/rl/drk/tensorboard $OUT/rl/drk/rl_config.json $OUT/model_eval/episodes.jsonl
   ;;
+mt)  # fourth session of 2026-12-02, after training moved to right padding without a mask (final2's 3-turn run had a
+     # NaN gradient in step 1 and NaN logits in step 2): 2 multi-turn drk rl steps, then drk vs TRL again (4 steps)
+  echo "== rl 3 turns"; timeout 150 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 2 --turns 3 --eval-device cuda --sides drk --out $OUT/rl3 2>&1 \
+    | grep -v "^WARNING" | cut -c1-300
+  python3 -c "import json,sys; [print(m['step'], m['turns'], m['grad_norm'], m['skipped_updates'], m['mrs_kept'], json.dumps(m['seconds']), \
+json.dumps(m.get('generation'))) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl3/drk/metrics.jsonl
+  echo "== rl vs trl"; timeout 220 python3 bench/rl_vs_trl.py --model qwen3-0.6b --queries $KB/level1 --problems 1-16 \
+    --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 4 --eval-device cuda --sides drk,trl --out $OUT/rl 2>&1 \
+    | grep -v "^WARNING\|Target directory\|^{'loss'\|Writing model\|shared tensor" | cut -c1-300
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('drk', r['drk'].get('step_s'), 'trl', r['trl'].get('step_s'))" $OUT/rl/rl_vs_trl.json
+  python3 -c "import json,sys; [print(m['step'], m['grad_norm'], json.dumps(m['seconds'])) for m in map(json.loads, open(sys.argv[1]))]" $OUT/rl/drk/metrics.jsonl
+  rm -rf $OUT/rl*/drk/checkpoints $OUT/rl*/drk/final $OUT/rl*/drk/tensorboard $OUT/rl*/drk/rl_config.json $OUT/rl/trl
+  ;;
 esac
 rm -rf $OUT/bench/cache $OUT/bench/sol_*.py

@@ -97,6 +97,37 @@ def test_training_logprobs_match_the_engine():
         assert diff < 1e-4, diff
 
 
+def test_non_finite_gradient_skips_the_update():
+    """A NaN gradient norm skips the optimizer step (clipping by NaN would write NaN into every weight and
+    every later rollout would sample from NaN logits); the next finite one updates as usual."""
+    from accelerate import Accelerator
+    from transformers import get_constant_schedule
+
+    from drk.engines import build_tiny_model
+    from drk.train.batch import TurnRow
+    from drk.train.rl import train_on_rows
+
+    model, tok = build_tiny_model(None)
+    cfg = load_config(RLConfig, None, {"lr": 1e-3})
+    acc = Accelerator(cpu=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    model, opt, sched = acc.prepare(model, opt, get_constant_schedule(opt))
+    rows = [TurnRow([5, 6, 7, 8], [9, 10, 11], [-1.0] * 3, 1.0, 0, (0, 0, 0)),
+            TurnRow([5, 6], [12, 13, 14, 15, 16], [-1.0] * 5, -1.0, 1, (0, 1, 0))]
+    logp_old = [torch.full((len(r.completion_ids),), -7.0) for r in rows]
+    keep = torch.ones(len(rows), dtype=torch.bool)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    hook = model.model.norm.weight.register_hook(lambda g: g * float("nan"))
+    stats = train_on_rows(model, opt, sched, acc, rows, logp_old, keep, cfg, tok.pad_token_id, None)
+    hook.remove()
+    assert stats["skipped_updates"] == 1 and stats["grad_norm"] != stats["grad_norm"]  # NaN
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    stats = train_on_rows(model, opt, sched, acc, rows, logp_old, keep, cfg, tok.pad_token_id, None)
+    assert stats["skipped_updates"] == 0 and 0 < stats["grad_norm"] < float("inf")
+    assert not all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert all(torch.isfinite(v).all() for v in model.state_dict().values())
+
+
 def test_tiny_recipe_runs_with_the_evaluator(tmp_path):
     from typer.testing import CliRunner
 

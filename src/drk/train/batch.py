@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import torch
 
-from drk.engines.decoders import left_pad
 from drk.train.algos import entropy_from_logits, selective_log_softmax
 
 
@@ -46,14 +45,22 @@ def micro_batches(rows: list[int], lengths: list[int], token_budget: int) -> lis
     return groups
 
 
-def pad_rows(rows: list[TurnRow], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Left-padded input ids (R, L), attention mask, position ids, and Lc = the longest completion.
+def pad_rows(rows: list[TurnRow], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Right-padded input ids (R, L), the positions whose logits score a completion token (`keep`, the span
+    from the earliest completion's first predicting position to the end of the longest row), and Lc = the
+    longest completion.
 
-    Left padding right-aligns every completion, so the logits of all completions sit in the last Lc + 1
-    positions and the model only has to produce those (`logits_to_keep`); per-token tensors (R, Lc) are
-    right-aligned the same way."""
-    ids, att, pos = left_pad([r.prompt_ids + r.completion_ids for r in rows], pad_id, device)
-    return ids, att, pos, max(len(r.completion_ids) for r in rows)
+    Right padding needs no attention mask: causal attention already keeps every real token from seeing the
+    pads after it, so the forward takes the unmasked (flash) path. A padding mask would send it to the
+    masked memory-efficient kernel, whose backward returned NaN gradients on an H200 for the long left pads
+    of multi-turn rows (2026-12-02, docs/measurements/2026-12-02-h200-d.md), and one NaN poisons the step."""
+    seqs = [r.prompt_ids + r.completion_ids for r in rows]
+    ids = torch.full((len(seqs), max(len(x) for x in seqs)), pad_id, dtype=torch.long)
+    for i, x in enumerate(seqs):
+        ids[i, :len(x)] = torch.tensor(x, dtype=torch.long)
+    lo = min(len(r.prompt_ids) for r in rows) - 1  # logits at position p predict token p + 1
+    keep = torch.arange(lo, ids.shape[1] - 1)
+    return ids.to(device), keep.to(device), max(len(r.completion_ids) for r in rows)
 
 
 def right_aligned(values: list[list], lc: int, dtype, device) -> torch.Tensor:
@@ -67,18 +74,28 @@ def right_aligned(values: list[list], lc: int, dtype, device) -> torch.Tensor:
 def completion_logprobs(model, rows: list[TurnRow], *, pad_id: int, temperature: float, vocab_limit: int | None,
                         with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor, float | None]:
     """(logp (R, Lc), mask (R, Lc), mean entropy) of each row's completion tokens under `model`, right-
-    aligned. Logits at position p predict token p + 1, so the last Lc + 1 positions cover every completion."""
+    aligned (row i's last n_i columns hold its n_i completion tokens; the rest are 0 and masked out).
+
+    The model produces logits only for the span `pad_rows` keeps; each position is scored against the token
+    it predicts, and each row's completion part of that span is then moved into its right-aligned place."""
     device = next(model.parameters()).device
-    ids, att, pos, lc = pad_rows(rows, pad_id, device)
-    logits = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=False,
-                   logits_to_keep=lc + 1).logits[:, :lc]
+    ids, keep, lc = pad_rows(rows, pad_id, device)
+    logits = model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits  # (R, S, V)
     if vocab_limit is not None and vocab_limit < logits.shape[-1]:
         logits = logits[..., :vocab_limit]  # the engine never samples ids >= vocab_limit (padded vocabulary)
-    targets = right_aligned([r.completion_ids for r in rows], lc, torch.long, device)
-    mask = right_aligned([[1] * len(r.completion_ids) for r in rows], lc, torch.bool, device)
     t = temperature if temperature > 0 else 1.0
-    logp = selective_log_softmax(logits, targets, temperature=t)
-    entropy = float(entropy_from_logits(logits.detach(), mask, temperature=t)) if with_entropy else None
+    span_logp = selective_log_softmax(logits, ids[:, keep + 1], temperature=t)  # (R, S)
+    n = torch.tensor([len(r.completion_ids) for r in rows], device=device)
+    first = torch.tensor([len(r.prompt_ids) - 1 for r in rows], device=device) - keep[0]  # row's first in span
+    col = torch.arange(lc, device=device)
+    mask = col[None, :] >= (lc - n)[:, None]
+    src = torch.where(mask, first[:, None] + col[None, :] - (lc - n)[:, None], 0)
+    logp = torch.where(mask, span_logp.gather(1, src), 0.0)
+    entropy = None
+    if with_entropy:
+        pos = torch.arange(logits.shape[1], device=device)
+        span_mask = (pos[None, :] >= first[:, None]) & (pos[None, :] < (first + n)[:, None])
+        entropy = float(entropy_from_logits(logits.detach(), span_mask, temperature=t))
     return logp, mask, entropy
 
 

@@ -26,6 +26,7 @@ installed.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 import shutil
@@ -42,6 +43,8 @@ from drk.train import algos
 from drk.train.algos import AlgoConfig
 from drk.engines.base import TimedEngine
 from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -296,7 +299,7 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
     W = accelerator.num_processes
     idx = [i for i in range(len(rows)) if keep[i] and rows[i].completion_ids]
     stats: dict = {"loss": 0.0, "clipfrac_low": 0.0, "clipfrac_high": 0.0, "dual_clip_frac": 0.0,
-                   "approx_kl": 0.0, "grad_norm": 0.0, "entropy": None, "train_tokens": 0}
+                   "approx_kl": 0.0, "grad_norm": 0.0, "entropy": None, "train_tokens": 0, "skipped_updates": 0}
     random.Random(cfg.seed + len(idx)).shuffle(idx)
     chunks = [idx[k::cfg.updates_per_step] for k in range(cfg.updates_per_step)]
     lengths = [r.length for r in rows]
@@ -333,10 +336,16 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
                 torch.distributed.all_reduce(p.grad)
                 p.grad.div_(W)
         stats["grad_norm"] = float(accelerator.clip_grad_norm_(params, cfg.grad_clip))
+        n_steps += 1
+        if not math.isfinite(stats["grad_norm"]):  # same on every rank (after the all-reduce): all skip together
+            # clipping by a NaN/inf norm would write NaN into every weight and end the run's learning for good
+            stats["skipped_updates"] += 1
+            log.warning("update skipped: gradient norm is %s", stats["grad_norm"])
+            optimizer.zero_grad(set_to_none=True)
+            continue
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        n_steps += 1
     for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
         stats[k] /= max(1, n_stat)
     stats["loss"] = _sum_across(accelerator, stats["loss"]) / max(1, n_steps)
