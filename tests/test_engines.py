@@ -298,7 +298,7 @@ def test_hf_static_decode_eager_attention_and_lora():
         assert all(a.token_ids == b.token_ids and max_abs_diff(a.logprobs, b.logprobs) < TOL for a, b in pairs)
 
 
-def test_hf_static_decode_refusals(tiny):
+def test_hf_static_decode_refusals(tiny, monkeypatch):
     from drk.engines.decoders import static_supported
 
     model, tokenizer = tiny
@@ -316,7 +316,13 @@ def test_hf_static_decode_refusals(tiny):
         HFEngine(model, tokenizer, decode="graph").generate(CONVS[:1], SamplingParams(max_new_tokens=2))
     auto = HFEngine(model, tokenizer)  # auto on CPU = the dynamic loop, no static buffers
     auto.generate(CONVS[:1], SamplingParams(max_new_tokens=2))
-    assert auto._static is None
+    assert auto._static is None and auto.decode == "auto"
+    monkeypatch.setenv("DRK_DECODE", "static")  # the CLI-wide switch; an explicit decode= still wins
+    assert HFEngine(model, tokenizer).decode == "static"
+    assert HFEngine(model, tokenizer, decode="dynamic").decode == "dynamic"
+    monkeypatch.setenv("DRK_DECODE", "fastest")
+    with pytest.raises(EngineError, match="unknown decode mode 'fastest'"):
+        HFEngine(model, tokenizer)
 
 
 def test_hf_engine_from_saved_dir(tmp_path, tiny):

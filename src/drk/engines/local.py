@@ -19,25 +19,28 @@ two differ by bf16 rounding (inherent, not a bug). Reproducibility: with `seed`,
 and device give the same samples (one torch.Generator per call; samples do depend on how rows are batched). On
 CUDA in bf16 some decode kernels are not bitwise deterministic (seen on an H200: 4-12 of 48 rows diverged between
 two identical seeded calls), so a seeded call runs with `torch.use_deterministic_algorithms(True, warn_only=True)`
-and restores the previous global setting afterwards. That costs ~9% of decode speed on an H200 (Qwen3-0.6B shape,
-32 rows x 256 tokens: 33.8 vs 31.0 ms per step, 2026-12-02); `deterministic=False` turns it off (`drk rl` does,
-unless `deterministic_generation: true`).
+and restores the previous global setting afterwards. With the CUDA-graph decoder that costs ~30% of decode
+speed on an H200 (Qwen3-0.6B shape, 32 rows x 256 tokens: 9.2 vs 7.0 ms per step, 2026-12-02; two seeded calls
+gave the same 32 rows), so `deterministic=False` turns it off (`drk rl` does, unless
+`deterministic_generation: true`).
 
-Decoding (`decode=`, drk.engines.decoders): on CUDA the default replays one captured CUDA graph per token over a
-static KV cache (`graph`), which removes the per-kernel launch cost that bounds a small model's step; `dynamic`
-is the plain eager loop over a growing cache (the CPU default, and the fallback for models the static path does
-not support or whose capture fails); `static` runs the static-cache step eagerly (tests). All three apply the
-same sampling code to the logits, so they sample the same distribution.
+Decoding (`decode=`, else $DRK_DECODE, else auto; drk.engines.decoders): on CUDA the default replays one
+captured CUDA graph per token over a static KV cache (`graph`), which removes the per-kernel launch cost that
+bounds a small model's step; `dynamic` is the plain eager loop over a growing cache (the CPU default, and the
+fallback for models the static path does not support or whose capture fails); `static` runs the static-cache
+step eagerly (tests). All three apply the same sampling code to the logits, so they sample the same
+distribution.
 
 What it deliberately is not: a server. No continuous batching: finished rows keep decoding (cheaply) until the
-chunk finishes; use vLLM for serving throughput. The model is switched to eval() while sampling (LoRA dropout would otherwise change the
-distribution) and restored afterwards.
+chunk finishes; use vLLM for serving throughput. The model is switched to eval() while sampling (LoRA dropout
+would otherwise change the distribution) and restored afterwards.
 
 How to test: `pytest tests/test_engines.py -k hf` (tiny random Qwen3 on CPU).
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -171,7 +174,9 @@ class HFEngine(ChatTemplateEngine):
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str | None = None, mask_padded_vocab: bool = True,
                  max_batch_rows: int = 64, stop_token_ids: list[int] | None = None, sync_every: int = 8,
-                 chat_template_kwargs: dict | None = None, deterministic: bool = True, decode: str = "auto") -> None:
+                 chat_template_kwargs: dict | None = None, deterministic: bool = True,
+                 decode: str | None = None) -> None:
+        decode = decode or os.environ.get("DRK_DECODE") or "auto"
         if decode not in DECODE_MODES:
             raise EngineError(f"unknown decode mode {decode!r}; expected one of {', '.join(DECODE_MODES)}")
         self.model = model

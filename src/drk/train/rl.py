@@ -76,7 +76,9 @@ class RLConfig:
     dtype: str = "auto"              # auto (bf16 on GPU, fp32 on CPU) | bfloat16 | float32
     gradient_checkpointing: bool = False
     engine: str = "hf"               # hf (the training model itself) | vllm (weights synced every step)
-    deterministic_generation: bool = False  # hf: torch deterministic algorithms while sampling (~9% slower on GPU)
+    deterministic_generation: bool = False  # hf: torch deterministic algorithms while sampling (~30% slower on GPU)
+    decode: str | None = None        # hf token loop: auto (CUDA graph on GPU) | graph | static | dynamic;
+    #                                  None: $DRK_DECODE, else auto
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     gym: str = "local"               # evaluator: local | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
     eval_cache: bool = True          # identical candidates are evaluated once (OUT/eval_cache.sqlite)
@@ -559,7 +561,7 @@ def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
         from drk.engines.local import HFEngine
 
         engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}",
-                          deterministic=cfg.deterministic_generation)
+                          deterministic=cfg.deterministic_generation, decode=cfg.decode)
     engine = TimedEngine(engine)
     if cfg.env == "toy":
         return engine, ToyEnv()
