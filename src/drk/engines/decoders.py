@@ -24,14 +24,11 @@ the engine rebuilds the decoder when a parameter's storage moved. Only full-atte
 `sdpa` or `eager` attention implementation qualify (`static_supported`); anything else uses the dynamic path.
 
 How to test: `pytest tests/test_engines.py -k static` (CPU: static vs dynamic, same tokens and log-probs);
-the CUDA graph itself runs on the GPU bench (`bench/rl_vs_trl.py --sides gen`).
+the CUDA graph itself only on a GPU (`pytest -m gpu tests/test_engines.py`, `bench/rl_vs_trl.py --sides gen`).
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 ROW_BUCKET = 8     # rows are rounded up to a multiple of this (extra rows repeat the first prompt)
 LEN_BUCKET = 256   # the cache length is rounded up to a multiple of this
