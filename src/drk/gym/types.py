@@ -21,7 +21,11 @@ CRASHED = "crashed"              # the worker process died (segfault, os._exit, 
 NO_TRITON = "no_triton"          # correct, but no Triton kernel did the work in some forward
 FORBIDDEN = "forbidden"          # static or runtime sandbox rule violated (reason in `error`)
 HACKED = "hacked"                # passed the plain check but a hack defence caught it (e.g. output caching)
-VERDICTS = (OK, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASHED, NO_TRITON, FORBIDDEN, HACKED)
+# The infrastructure failed, not the candidate: an unreachable or refusing endpoint, a worker that could not
+# start, a host too loaded to give the candidate its budget, memory held by sibling workers. Never a kernel
+# verdict: excluded from scores and training data, and retried (not skipped) by the next run.
+INFRA_ERROR = "infra_error"
+VERDICTS = (OK, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASHED, NO_TRITON, FORBIDDEN, HACKED, INFRA_ERROR)
 
 # Named findings (a result may carry several).
 LOW_COVERAGE = "low_coverage"            # Triton kernels are a small share of the forward's device time
