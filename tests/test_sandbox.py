@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
+from drk.gym.isolation import SANDBOX_UID_BASE
 from drk.gym.sandbox import redact, scrubbed_env, secret_values
 from drk.tasks import task_from_file
 
@@ -46,33 +47,40 @@ def test_secrets_never_reach_the_candidate_or_the_result(tmp_path, monkeypatch):
     assert r2.verdict == "runtime_error" and "K=None" in r2.error
 
 
-def _runner_pids(pool: LocalPool) -> list[int]:
-    kids = []
-    for s in pool.slots:
-        if s.proc is not None:
-            kids += [c.pid for c in psutil.Process(s.proc.pid).children() if "drk.gym.runner" in " ".join(c.cmdline())]
-    return kids
+def _candidate_pids() -> list[int]:
+    """Processes running as a sandbox candidate uid (the fork server's children)."""
+    lo = SANDBOX_UID_BASE
+    return [p.pid for p in psutil.process_iter(["uids"]) if lo <= p.info["uids"].real < lo + 64]
 
 
-def test_killed_runner_gives_crashed_and_the_pool_goes_on(tmp_path):
+@pytest.mark.skipif(os.geteuid() != 0, reason="candidate uids exist only when the evaluator runs as root")
+def test_a_candidate_process_killed_mid_evaluation_is_crashed_and_the_next_runs_fresh(tmp_path):
     slow = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
                         "out = scaled_tanh_bias(x, self.bias, self.scale)\n"
                         "        for _ in range(200):\n            out = out + 0\n"
                         "        import math\n        [math.factorial(3000) for _ in range(300)]\n        return out")
     with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
-        assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"  # warm: judge + runner up
-        pids = _runner_pids(pool)
-        assert len(pids) == 1
+        assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"  # warm: judge + fork server up
+        assert _candidate_pids() == [], "a candidate process outlived its evaluation"
+        seen: list[int] = []
 
         def assassin():
-            time.sleep(1.5)
-            os.kill(pids[0], signal.SIGKILL)
+            for _ in range(200):
+                time.sleep(0.05)
+                if pids := _candidate_pids():
+                    time.sleep(1.0)
+                    seen.extend(pids)
+                    for p in pids:
+                        os.kill(p, signal.SIGKILL)
+                    return
 
-        threading.Thread(target=assassin).start()
+        t = threading.Thread(target=assassin)
+        t.start()
         r = pool.evaluate(EvalRequest(TASK, slow, opts(trials=50)))
-        assert r.verdict == "crashed" and "SIGKILL" in r.error
+        t.join()
+        assert seen and r.verdict == "crashed" and "died" in r.error
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
-        assert _runner_pids(pool) and _runner_pids(pool) != pids
+        assert _candidate_pids() == []
 
 
 def test_timeout_kills_the_process_group_and_the_slot_recovers(tmp_path):

@@ -15,7 +15,7 @@ import torch
 
 from drk.gym import compare, harness
 from drk.gym import types as T
-from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of
+from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
 
 if TYPE_CHECKING:
     from drk.gym.judge import Judge, PreparedTask
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 MODES = [(True, True), (True, False), (False, False), (False, True)]
 EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 CACHE_PROBE_SEED = 7919
+RETURN_INPUTS_MAX_BYTES = 256 * 2**20
 
 
 def mode_name(train: bool, grad: bool) -> str:
@@ -51,69 +52,61 @@ class TrialChecks:
                       digest: list | None = None) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
-        On CUDA the runner gets the caller's own `inputs` (no copy: the judge's device memory stays about
-        inputs + references + receive buffers); whether it wrote to them is told by a digest taken before
-        and after (`compare.fingerprint`; `digest`, when the caller has it, is the one before). With `key`,
-        the runner keeps them for timing and the probes; `refresh` overwrites the kept ones in place instead
-        (same pointers, new values)."""
+        The candidate process gets its own copy of `inputs` (as bytes: no shared memory, no CUDA IPC), so
+        nothing it does can reach the judge's tensors. Its outputs come back as raw bytes and are decoded
+        only when their count, shapes and dtypes are the expected ones (anything else is compared as a
+        stand-in of the described shape, without allocating it). Whether it wrote into its inputs: for
+        inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the bytes it gets back; above that the
+        candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
+        With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
+        in place (same addresses, new values)."""
+        small = nbytes(inputs) <= RETURN_INPUTS_MAX_BYTES
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
-                  "skip_triton": skip_triton, "poison_bytes": nbytes(refs)}
-        if self.cuda:
-            if refresh is not None:
-                shared = self.kept[key]
-                for t, new in zip(shared, refresh):
-                    if isinstance(t, torch.Tensor):
-                        t.copy_(new)
-            else:
-                shared = inputs
-            before = digest if digest is not None and refresh is None else compare.fingerprint(shared)
-            bufs = [torch.empty_like(r) for r in refs]  # the runner reports which ones it wrote
-            payload = {"inputs": None if refresh is not None else shared, "out_buffers": bufs}
-            torch.cuda.synchronize()
-            reply, _ = self.j.call(header, payload, deadline=self.deadline)
-            if key:
-                self.kept[key] = shared
-            outs = self._buffers_as_outputs(reply, bufs)
-            return reply, outs, bool(reply.get("ok")) and compare.fingerprint(shared) != before
-        payload = {"inputs": None, "refresh": refresh} if refresh is not None else {"inputs": clone(inputs)}
-        header["return_inputs"] = True
+                  "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
+                  "return_inputs": small and refresh is None, "digest": not small and refresh is None}
+        if refresh is not None:
+            payload = {"inputs": None, "refresh": to_device(refresh, "cpu")}
+        else:
+            payload = {"inputs": to_device(list(inputs), "cpu") if self.cuda else clone(inputs)}
         reply, frames = self.j.call(header, payload, deadline=self.deadline)
+        if key:
+            self.kept[key] = []
         if not reply.get("ok"):
             return reply, [], False
         descs = reply.get("outputs") or []
-        n_in = sum(isinstance(t, torch.Tensor) for t in inputs)
+        if not isinstance(descs, list):
+            raise ValueError("candidate process returned a malformed forward reply")
+        n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
         if len(frames) != len(descs) + n_in:
             raise ValueError("candidate process returned a malformed forward reply")
-        outs = [from_frame(d, f) for d, f in zip(descs, frames)]
-        after, it = [], iter(frames[len(descs):])
-        for t in inputs:
-            after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}, next(it))
-                         if isinstance(t, torch.Tensor) else t)
-        if key:
-            self.kept[key] = []
-        self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
-        self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
-        self.cpu_forwards += 1
-        for name, s in reply.get("launches", []):
-            self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
-        return reply, outs, compare.inputs_changed(inputs, after)
+        outs = [self._decode(d, f, refs[i] if i < len(refs) else None) for i, (d, f) in enumerate(zip(descs, frames))]
+        if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
+            outs.append(torch.zeros(()))
+        mutated = bool(reply.get("inputs_changed"))
+        if n_in:
+            after, it = [], iter(frames[len(descs):])
+            for t in inputs:
+                after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)},
+                                        next(it)) if isinstance(t, torch.Tensor) else t)
+            mutated = compare.inputs_changed(to_device(list(inputs), "cpu"), after)
+        if not self.cuda:
+            self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
+            self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
+            self.cpu_forwards += 1
+            for name, s in reply.get("launches", []):
+                self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
+        return reply, outs, mutated
 
-    @staticmethod
-    def _buffers_as_outputs(reply: dict, bufs: list[torch.Tensor]) -> list:
-        """Receive buffers the runner wrote; a shape/dtype mismatch becomes a stand-in of the described
-        shape so the comparison reports it."""
-        if not reply.get("ok"):
-            return []
-        descs = reply.get("outputs") or []
-        outs = []
-        for i, d in enumerate(descs):
-            if i < len(bufs) and d.get("written"):
-                outs.append(bufs[i])
-            else:  # not written: a zero-size stand-in of the described shape and dtype
-                shape = [max(0, int(s)) for s in d.get("shape", [])][:16]
-                dt = DTYPES.get(str(d.get("dtype")), torch.float32)
-                outs.append(torch.zeros((), dtype=dt).expand(shape))
-        return outs
+    def _decode(self, desc: dict, raw: bytes, ref: torch.Tensor | None) -> torch.Tensor:
+        """An output the candidate sent, decoded only when it is what the reference says it should be;
+        otherwise a zero-size stand-in of the described shape and dtype, which the comparison reports."""
+        if isinstance(desc, dict) and ref is not None and list(desc.get("shape", [])) == list(ref.shape) \
+                and desc.get("dtype") == str(ref.dtype).removeprefix("torch.") \
+                and len(raw) == ref.numel() * ref.element_size():
+            return from_frame(desc, raw).to(self.device)
+        shape = [max(0, int(x)) for x in (desc.get("shape", []) if isinstance(desc, dict) else [])][:16]
+        dt = DTYPES.get(str(desc.get("dtype") if isinstance(desc, dict) else ""), torch.float32)
+        return torch.zeros((), dtype=dt).expand(shape)
 
     def _fail(self, reply: dict) -> None:
         self.res.verdict = reply.get("kind") or T.RUNTIME_ERROR

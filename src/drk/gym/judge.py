@@ -21,26 +21,25 @@ import gc
 import os
 import pickle
 import secrets
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 
 import torch
 
-from drk.gym import harness, static, wire
+from drk.gym import harness, isolation, static, wire
 from drk.gym import types as T
+from drk.gym.forkserver import ForkServer, ForkServerGone
+from drk.gym.isolation import Isolation
 from drk.gym.refcache import RefTimeCache
 from drk.gym.sandbox import scrubbed_env
 from drk.gym.tensors import nbytes
 from drk.tasks.scaling import ScalingError, fit_budget, scale_source
 
 CPU_INPUT_BUDGET_MB = 2.0
-RUNNER_MAX_TASKS = 64
+CPU_ADDRESS_SPACE_GB = 24.0   # CPU path only: CUDA reserves huge virtual ranges
+RUNNER_START_TIMEOUT_S = 300.0
+MAX_FRAME_BYTES = 64 * 2**30  # one output; the judge checks sizes against the reference before decoding
 
 
 class RunnerGone(Exception):
@@ -65,105 +64,171 @@ class PreparedTask:
 
 
 class RunnerHandle:
-    """One sandboxed runner process and its connection."""
+    """One fresh candidate process (forked by the slot's fork server, sandboxed) and its channel."""
 
-    def __init__(self, device: str, slot_dir: str, triton_cache: str, sandbox: bool) -> None:
-        self.workdir = tempfile.mkdtemp(prefix="run-", dir=slot_dir)
-        self.log_path = os.path.join(self.workdir, "runner.log")
+    def __init__(self, fork: ForkServer, device: str, slot_dir: str, limits: dict) -> None:
+        self.fork = fork
+        self.log_path = os.path.join(slot_dir, f"runner-{secrets.token_hex(4)}.log")
         self.conn, child_fd = wire.socket_pair()
-        overrides = {"TRITON_CACHE_DIR": triton_cache, "HOME": self.workdir, "TMPDIR": self.workdir}
-        if not device.startswith("cuda"):
-            overrides["TRITON_INTERPRET"] = "1"
-        cmd = [sys.executable, "-m", "drk.gym.runner", "--fd", str(child_fd), "--device", device,
-               "--workdir", self.workdir, "--triton-cache", triton_cache] + ([] if sandbox else ["--no-sandbox"])
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, env=scrubbed_env(**overrides), cwd=self.workdir, pass_fds=(child_fd,),
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        os.close(child_fd)
-        self.tasks = 0
+        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self.cid, self.uid = fork.spawn(child_fd, log_fd, {"device": device}, limits)
+        finally:
+            os.close(child_fd)
+            os.close(log_fd)
+        self.hello: dict | None = None
 
     def log_tail(self, n: int = 800) -> str:
         return wire.file_tail(self.log_path, n).strip()
 
-    def kill(self) -> None:
-        wire.kill_group(self.proc)
+    def usage(self) -> dict:
+        return self.fork.usage(self.cid)
+
+    def kill(self) -> bool:
+        """Kill the process and everything it started; False when the fork server saw survivors."""
+        ok = self.fork.kill(self.cid)
         wire.close_quietly(self.conn)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+        return ok
 
     def death_reason(self) -> str:
-        try:
-            rc = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return "the runner stopped answering"
-        why = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
         tail = self.log_tail()
-        return f"the process running the candidate {why}" + (f"; its last output:\n{tail[-600:]}" if tail else "")
+        return "the process running the candidate died" + (f"; its last output:\n{tail[-600:]}" if tail else "")
+
+
+@dataclass
+class Budget:
+    """The candidate's time budget for one evaluation. A candidate is charged for wall time while the
+    judge waits on it, less the time its main thread sat runnable without a CPU (host load, read from the
+    kernel's scheduler statistics by the fork server), so a loaded host extends the wall budget instead
+    of producing a false `timeout`. `hard_deadline` bounds the extension; reaching it without the
+    candidate having used its budget is the infrastructure's failure (`infra_error`)."""
+
+    left_s: float
+    hard_deadline: float
+
+
+HARD_WALL_FACTOR = 3.0  # wall time an evaluation may take on a loaded host, as a multiple of its budget
 
 
 class Judge:
-    def __init__(self, device: str, slot_dir: str, cache_path: str | None, sandbox: bool = True,
-                 runner_max_tasks: int = RUNNER_MAX_TASKS) -> None:
-        self.runner_max_tasks = runner_max_tasks
+    def __init__(self, device: str, slot_dir: str, cache_path: str | None, iso: Isolation, slot_index: int = 0,
+                 env: dict | None = None) -> None:
         self.device = device
         self.cuda = device.startswith("cuda")
         self.slot_dir = slot_dir
-        self.triton_cache = os.path.join(slot_dir, "triton-cache")
-        os.makedirs(self.triton_cache, exist_ok=True)
-        self.sandbox = sandbox
+        self.iso = iso
         self.runner: RunnerHandle | None = None
+        self.spare: RunnerHandle | None = None
         self.tasks: dict[tuple, PreparedTask] = {}
         self.ref_times = RefTimeCache(cache_path)
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
+        harness.pin_numerics()
         self.versions = harness.versions()
-        self.pickler = self._ipc_pickler() if self.cuda else pickle.dumps
-
-    @staticmethod
-    def _ipc_pickler():
-        import torch.multiprocessing  # noqa: F401 (registers CUDA IPC reductions)
-        from multiprocessing.reduction import ForkingPickler
-
-        return lambda obj: bytes(ForkingPickler.dumps(obj))
+        base_cache = os.path.join(slot_dir, "triton-base")
+        os.makedirs(base_cache, exist_ok=True)
+        if self.cuda:  # Triton's launcher utilities built once by trusted code; candidates get a copy
+            harness.warm_triton(self.device, slot_dir, cache_dir=base_cache)
+            os.environ["TRITON_CACHE_DIR"] = os.path.join(slot_dir, "triton-judge")
+        overrides = {} if self.cuda else {"TRITON_INTERPRET": "1"}
+        self.limits = {"file_mb": 512, "nproc": 4096,
+                       "address_space_gb": None if self.cuda else CPU_ADDRESS_SPACE_GB}
+        self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, scrubbed_env(env, **overrides))
+        self.fork.start()
 
     # ---- runner management -------------------------------------------------------------------------
-    def _runner(self, deadline: float) -> RunnerHandle:
-        r = self.runner
-        if r is not None and (r.proc.poll() is not None or r.tasks >= self.runner_max_tasks):
-            self.recycle()
-        if self.runner is None:
-            r = RunnerHandle(self.device, self.slot_dir, self.triton_cache, self.sandbox)
-            self.runner = r
+    def _spawn(self) -> RunnerHandle:
+        if not self.fork.alive():
+            self.fork.stop()
+            self.fork.start()
+        return RunnerHandle(self.fork, self.device, self.slot_dir, self.limits)
+
+    def _runner(self, budget: Budget) -> RunnerHandle:
+        """The current candidate's process: a fresh one per evaluation. On CUDA a spare is started while
+        this one works, so its CUDA start-up overlaps the evaluation instead of adding to the next one."""
+        if self.runner is not None:
+            return self.runner
+        r, self.spare = self.spare, None
+        try:
+            if r is None:
+                r = self._spawn()
             try:
-                wire.recv(r.conn, timeout=max(30.0, deadline - time.monotonic()))  # its hello: it is ready
+                r.hello, _ = wire.recv(r.conn, timeout=RUNNER_START_TIMEOUT_S)  # it is ready
             except (TimeoutError, EOFError, OSError, wire.ProtocolError):
                 reason = r.death_reason()
-                self.recycle()
-                raise RunnerGone(T.CRASHED, f"evaluator worker failed to start: {reason}") from None
-        return self.runner
+                r.kill()
+                raise RunnerGone(T.INFRA_ERROR, f"the evaluator could not start a candidate process: {reason}") from None
+        except ForkServerGone as e:
+            raise RunnerGone(T.INFRA_ERROR, str(e)) from None
+        self.runner = r
+        if self.cuda:
+            try:
+                self.spare = self._spawn()
+            except ForkServerGone:
+                self.spare = None
+        return r
 
     def recycle(self) -> None:
         if self.runner is not None:
             self.runner.kill()
             self.runner = None
 
-    def call(self, header: dict, payload=None, *, deadline: float) -> tuple[dict, list[bytes]]:
-        """Send one op to the runner and wait for its reply, enforcing the evaluation deadline."""
+    def close(self) -> None:
+        self.recycle()
+        if self.spare is not None:
+            self.spare.kill()
+            self.spare = None
+        self.fork.stop()
+
+    def _wait(self, r: RunnerHandle, budget: Budget) -> None:
+        """Wait for the runner's reply, charging the candidate as `Budget` says."""
+        t0 = time.monotonic()
+        u0 = r.usage()
+        start_left = budget.left_s
+        while True:
+            step = max(0.05, min(budget.left_s, budget.hard_deadline - time.monotonic(), 5.0))
+            if r.conn.poll(step):
+                break
+            now = time.monotonic()
+            u = r.usage()
+            waited = (u["wait_s"] - u0["wait_s"]) if u.get("ok") and u0.get("ok") else 0.0
+            budget.left_s = start_left - max(0.0, (now - t0) - waited)
+            if budget.left_s <= 0:
+                self.recycle()
+                raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; look for infinite "
+                                            "loops, sleeps or a kernel that never finishes)")
+            if now >= budget.hard_deadline:
+                self.recycle()
+                raise RunnerGone(T.INFRA_ERROR, "the host was too loaded to give the candidate its time budget "
+                                                f"({start_left - budget.left_s:.0f} s of {start_left:.0f} s used); "
+                                                "evaluate it again")
+        u = r.usage()
+        waited = (u["wait_s"] - u0["wait_s"]) if u.get("ok") and u0.get("ok") else 0.0
+        budget.left_s = start_left - max(0.0, (time.monotonic() - t0) - waited)
+
+    def call(self, header: dict, payload=None, *, deadline: Budget) -> tuple[dict, list[bytes]]:
+        """Send one op to the runner and wait for its reply within the candidate's budget."""
         r = self._runner(deadline)
-        frames = [self.pickler(payload)] if payload is not None else []
+        frames = [pickle.dumps(payload)] if payload is not None else []
         nonce = secrets.token_hex(8)  # unguessable per op: a forged reply cannot echo it
+        t0 = time.monotonic()
         try:
             wire.send(r.conn, dict(header, pickled=payload is not None, nonce=nonce), frames)
-            reply, rframes = wire.recv(r.conn, timeout=max(0.1, deadline - time.monotonic()))
+            self._wait(r, deadline)
+            reply, rframes = wire.recv(r.conn, timeout=30.0, max_frame=MAX_FRAME_BYTES)
             extra = r.conn.poll(0)
         except TimeoutError:
             self.recycle()
-            raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; "
-                                        "look for infinite loops or a kernel that never finishes)") from None
+            raise RunnerGone(T.TIMEOUT, "timed out (the candidate process stopped mid-reply)") from None
         except (EOFError, OSError, wire.ProtocolError) as e:
             reason = r.death_reason() if not isinstance(e, wire.ProtocolError) else f"protocol violation: {e}"
             self.recycle()
             raise RunnerGone(T.CRASHED, reason) from None
+        reply["judge_wall_s"] = time.monotonic() - t0
         if reply.get("op") != header["op"] or reply.get("nonce") != nonce or extra:
             self.recycle()
             raise RunnerGone(T.FORBIDDEN, "protocol violation: the candidate process wrote to the evaluator's "
@@ -172,8 +237,8 @@ class Judge:
         violations = reply.get("violations") or []
         if tampered or violations:
             self.recycle()
-            what = violations[0] if violations else f"tampering detected: {', '.join(tampered[:5])} changed"
-            raise RunnerGone(T.FORBIDDEN, what)
+            what = violations[0] if violations else f"tampering detected: {', '.join(map(str, tampered[:5]))} changed"
+            raise RunnerGone(T.FORBIDDEN, str(what)[:500])
         return reply, rframes
 
     # ---- reference ---------------------------------------------------------------------------------
@@ -238,9 +303,9 @@ class Judge:
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         t_start = time.monotonic()
         opts = req.options
-        deadline = t_start + opts.timeout_s
+        deadline = Budget(left_s=opts.timeout_s, hard_deadline=t_start + HARD_WALL_FACTOR * opts.timeout_s + 60.0)
         res = T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, request_id=req.request_id,
-                           task_hash=req.task.source_hash, versions=dict(self.versions),
+                           task_hash=req.task.source_hash, versions=dict(self.versions, sandbox=self.iso.mode),
                            protocol=protocol_of(opts, self.cuda))
         phases = res.phase_seconds
         failed = False
@@ -256,12 +321,12 @@ class Judge:
         except RunnerGone as g:
             res.verdict, res.error = g.verdict, g.message
             res.correct = False
-        except (ScalingError, TaskSetupError) as e:
-            res.verdict, res.error = T.RUNTIME_ERROR, f"task cannot be evaluated here: {e}"
+        except (ScalingError, TaskSetupError) as e:  # the task's fault, never the candidate's
+            res.verdict, res.error = T.INFRA_ERROR, f"task cannot be evaluated here: {e}"
             res.flags.append("task_error")
         except torch.OutOfMemoryError as e:
             failed = True
-            res.verdict, res.correct = T.RUNTIME_ERROR, False
+            res.verdict, res.correct = T.INFRA_ERROR, False
             res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a smaller "
                          f"--input-budget-mb): {harness.short_error(e)}")
             res.flags.append("task_error")
@@ -271,24 +336,16 @@ class Judge:
             res.error = f"evaluator error: {type(e).__name__}: {harness.short_error(e)}"
             traceback.print_exc()
         finally:
+            # Every candidate process is thrown away after its one evaluation, with everything it started.
+            if self.runner is not None and not self.runner.kill():
+                res.flags.append(T.PROCESS_SURVIVED)
+            self.runner = None
             phases["total"] = time.monotonic() - t_start
-            if self.runner is not None and self.runner.proc.poll() is None:
-                try:
-                    self.call({"op": "unload"}, deadline=time.monotonic() + 30)
-                except RunnerGone:
-                    pass
-            if self.runner is not None:
-                self.runner.tasks += 1
-        if res.verdict in (T.FORBIDDEN, T.HACKED):
-            self.recycle()  # never reuse a process a hostile candidate ran in
+        res.phase_seconds["candidate_budget_used"] = round(opts.timeout_s - deadline.left_s, 3)
         if self.cuda:
             res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
             if failed:
                 gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
-            # Input sets the runner held through CUDA IPC are freed only once it has let go (unload above)
-            # AND this process collects them; otherwise the next evaluation starts with the previous one's
-            # timing inputs still allocated (seen on the H200: a 192 MB matmul task after ReLU peaked at 6 GB).
-            torch.cuda.ipc_collect()
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 
@@ -349,7 +406,8 @@ from drk.gym.checks import TrialChecks  # noqa: E402  (checks imports Judge type
 
 
 def _serve(conn, judge: Judge) -> None:
-    wire.send(conn, {"op": "hello", "pid": os.getpid(), "device": judge.device, "versions": judge.versions})
+    wire.send(conn, {"op": "hello", "pid": os.getpid(), "device": judge.device, "versions": judge.versions,
+                     "sandbox": judge.iso.mode})
     while True:
         try:
             header, _ = wire.recv(conn)
@@ -369,7 +427,7 @@ def _serve(conn, judge: Judge) -> None:
                                   phase_seconds={}).to_dict()
             traceback.print_exc()
         wire.send(conn, {"op": "result", "result": result})
-    judge.recycle()
+    judge.close()
 
 
 def main() -> None:
@@ -377,18 +435,23 @@ def main() -> None:
     p.add_argument("--fd", type=int, required=True)
     p.add_argument("--device", default="cpu")
     p.add_argument("--slot-dir", required=True)
+    p.add_argument("--slot-index", type=int, default=0)
     p.add_argument("--cache", default=None)
-    p.add_argument("--no-sandbox", action="store_true")
-    p.add_argument("--runner-max-tasks", type=int, default=RUNNER_MAX_TASKS)
+    p.add_argument("--unsafe-no-sandbox", action="store_true")
     a = p.parse_args()
     # No PR_SET_PDEATHSIG here: the pool starts judges from worker threads, and the signal would fire when
     # that thread ends. The judge exits when its connection closes (the parent died or said bye).
     conn = wire.connection_from_fd(a.fd)
-    judge = Judge(a.device, a.slot_dir, a.cache, sandbox=not a.no_sandbox, runner_max_tasks=a.runner_max_tasks)
+    try:
+        iso = isolation.detect(allow_unsafe=a.unsafe_no_sandbox)
+        judge = Judge(a.device, a.slot_dir, a.cache, iso, slot_index=a.slot_index)
+    except (isolation.SandboxUnavailable, ForkServerGone) as e:
+        wire.send(conn, {"op": "hello", "error": str(e)})
+        os._exit(2)
     try:
         _serve(conn, judge)
     finally:
-        judge.recycle()
+        judge.close()
     os._exit(0)
 
 

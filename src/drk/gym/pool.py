@@ -9,6 +9,7 @@ wait forever: every wait has a deadline of the request's timeout plus `slack_s`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from drk.gym import types as T
 from drk.gym.sandbox import redact, scrubbed_env, secret_values
 
 JUDGE_START_TIMEOUT_S = 300.0
+HARD_WALL_FACTOR = 3.0  # the judge's own bound (drk.gym.judge.HARD_WALL_FACTOR) on a loaded host
 
 
 def default_cache_dir() -> str:
@@ -69,13 +71,15 @@ def plan_slots(device: str, workers: int | None, gpus: list[str] | None = None) 
     return [("cuda:0", {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]}) for i in range(n)]
 
 
+class SandboxError(RuntimeError):
+    """The evaluator refuses to run candidate code: no OS isolation and no explicit unsafe switch."""
+
+
 class Slot:
     """One judge process and the thread that feeds it."""
 
-    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, sandbox: bool,
-                 runner_max_tasks: int | None = None) -> None:
-        self.index, self.device, self.env, self.cache_path, self.sandbox = index, device, env, cache_path, sandbox
-        self.runner_max_tasks = runner_max_tasks
+    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, unsafe: bool) -> None:
+        self.index, self.device, self.env, self.cache_path, self.unsafe = index, device, env, cache_path, unsafe
         self.dir = os.path.join(root, f"slot{index}")
         os.makedirs(self.dir, exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -93,8 +97,8 @@ class Slot:
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
         cmd = [sys.executable, "-m", "drk.gym.judge", "--fd", str(child_fd), "--device", self.device,
-               "--slot-dir", self.dir, "--cache", self.cache_path] + ([] if self.sandbox else ["--no-sandbox"]) + (
-               ["--runner-max-tasks", str(self.runner_max_tasks)] if self.runner_max_tasks else [])
+               "--slot-dir", self.dir, "--slot-index", str(self.index), "--cache", self.cache_path] + (
+               ["--unsafe-no-sandbox"] if self.unsafe else [])
         log = open(os.path.join(self.dir, "judge.log"), "ab")
         self.proc = subprocess.Popen(cmd, env=scrubbed_env(**self.env), pass_fds=(child_fd,), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -106,6 +110,10 @@ class Slot:
             tail = self.log_tail()
             self.stop()
             raise RuntimeError(f"evaluator worker {self.index} failed to start: {tail[-500:] or 'no output'}") from None
+        if self.hello.get("error"):
+            why = self.hello["error"]
+            self.stop()
+            raise SandboxError(why)
 
     def log_tail(self, n: int = 2000) -> str:
         return wire.file_tail(os.path.join(self.dir, "judge.log"), n)
@@ -127,7 +135,7 @@ class Slot:
 
     def evaluate(self, req: T.EvalRequest, slack_s: float) -> T.EvalResult:
         self.ensure_started()
-        deadline = req.options.timeout_s + slack_s
+        deadline = (HARD_WALL_FACTOR + 1) * req.options.timeout_s + slack_s
         try:
             wire.send(self.conn, {"op": "evaluate", "request": req.to_dict()})
             reply, _ = wire.recv(self.conn, timeout=deadline)
@@ -172,7 +180,7 @@ class LocalPool(SubmitBackend):
     its judge prepared last) and runs them on its slot. Use as a context manager or call close()."""
 
     def __init__(self, device: str = "auto", workers: int | None = None, cache_dir: str | None = None,
-                 sandbox: bool = True, slack_s: float = 600.0, runner_max_tasks: int | None = None) -> None:
+                 unsafe_no_sandbox: bool = False, slack_s: float = 600.0) -> None:
         self.device = detect_device(device)
         self.cache_dir = cache_dir or default_cache_dir()
         os.makedirs(self.cache_dir, exist_ok=True)
@@ -181,8 +189,9 @@ class LocalPool(SubmitBackend):
         self.secrets = secret_values()
         cache_path = os.path.join(self.cache_dir, "reference_times.jsonl")
         plan = plan_slots(self.device, workers)
-        self.slots = [Slot(i, dev, env, self.root, cache_path, sandbox, runner_max_tasks)
-                      for i, (dev, env) in enumerate(plan)]
+        self.slots = [Slot(i, dev, env, self.root, cache_path, unsafe_no_sandbox) for i, (dev, env) in enumerate(plan)]
+        self._alone = _SharedExclusive()
+        self._running: dict[int, bool] = {}  # evaluations in flight -> whether another one overlapped them
         self._pending: deque[tuple[T.EvalRequest, Future]] = deque()
         self._cv = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -277,8 +286,68 @@ class LocalPool(SubmitBackend):
             req, fut = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            res, overlapped = self._evaluate_on(slot, req, alone=False)
+            if _suspect(res) and overlapped:
+                # A failure that sibling evaluations can cause (time, memory): it stands only if it repeats
+                # with nothing else running.
+                res, _ = self._evaluate_on(slot, req, alone=True)
+                res.flags.append(T.RERUN_ALONE)
+            fut.set_result(self._finish(req, res))
+
+    def _evaluate_on(self, slot: Slot, req: T.EvalRequest, alone: bool) -> tuple[T.EvalResult, bool]:
+        """(result, whether another evaluation ran at the same time)."""
+        me = threading.get_ident()
+        overlapped = [False]
+        with self._alone.hold(exclusive=alone):
+            with self._cv:
+                for k in self._running:
+                    self._running[k] = True
+                self._running[me] = bool(self._running)
             try:
                 res = slot.evaluate(req, self.slack_s)
-            except Exception as e:  # a slot that cannot start: fail this request, keep serving
-                res = T.EvalResult(task=req.task.id, verdict=T.CRASHED, error=str(e)[:500])
-            fut.set_result(self._finish(req, res))
+            except Exception as e:  # no sandbox, or a slot that cannot start: never a verdict on the candidate
+                res = T.EvalResult(task=req.task.id, verdict=T.INFRA_ERROR, error=str(e)[:500])
+            finally:
+                with self._cv:
+                    overlapped[0] = self._running.pop(me, False)
+        return res, overlapped[0]
+
+
+def _suspect(res: T.EvalResult) -> bool:
+    """Failures a busy neighbour can cause: out of time, out of memory, a dead or unstartable worker."""
+    text = (res.error or "").lower()
+    return res.verdict in (T.TIMEOUT, T.CRASHED, T.INFRA_ERROR) or (
+        res.verdict == T.RUNTIME_ERROR and ("out of memory" in text or "cuda error" in text))
+
+
+class _SharedExclusive:
+    """Many shared holders or one exclusive one (a re-run alone waits for the others to finish)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0  # exclusive holders waiting: new shared holders queue behind them
+
+    @contextlib.contextmanager
+    def hold(self, exclusive: bool):
+        with self._cv:
+            if exclusive:
+                self._waiting += 1
+                while self._exclusive or self._shared:
+                    self._cv.wait()
+                self._waiting -= 1
+                self._exclusive = True
+            else:
+                while self._exclusive or self._waiting:
+                    self._cv.wait()
+                self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                if exclusive:
+                    self._exclusive = False
+                else:
+                    self._shared -= 1
+                self._cv.notify_all()

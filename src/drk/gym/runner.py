@@ -1,10 +1,13 @@
-"""The candidate runner: the only process that executes candidate code (`python -m drk.gym.runner`).
+"""The candidate runner: the only code that executes candidate code.
 
-It is a dumb executor driven by its judge: load a candidate, run forwards on inputs the judge sends,
-time calls, profile one call. It never sees the reference program, never holds expected outputs and never
-decides a verdict; what it reports is JSON plus raw tensor bytes, both parsed defensively by the judge.
-It starts sandboxed (`drk.gym.sandbox`), with torch and Triton imported and (on GPU) a CUDA context and a
-warmed Triton compiler, and serves many candidates until the judge recycles it.
+It runs in a process forked for one candidate by the slot's fork server (`drk.gym.zygote`), already
+inside the OS sandbox and unprivileged, and serves that one candidate: load it, run forwards on inputs the
+judge sends, time calls, profile one call; then the process is killed. It never sees the reference
+program, never holds expected outputs and never decides a verdict; what it reports is JSON plus raw tensor
+bytes, both parsed defensively by the judge. Everything it reports can be forged by the candidate, which
+shares its interpreter: the judge trusts only what it checks itself (outputs, its own clock) and treats
+the rest as hints. The audit hook and tamper snapshot here are an early layer with clear messages, not a
+boundary.
 """
 from __future__ import annotations
 
@@ -16,28 +19,18 @@ import time
 import traceback
 
 
-def _args() -> argparse.Namespace:
-    p = argparse.ArgumentParser()
-    p.add_argument("--fd", type=int, required=True)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--workdir", required=True)
-    p.add_argument("--triton-cache", required=True)
-    p.add_argument("--no-sandbox", action="store_true")
-    return p.parse_args()
-
-
 class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
-        import torch.multiprocessing  # noqa: F401  (registers CUDA IPC reductions for pickle)
 
-        from drk.gym import harness, integrity, sandbox, tensors, triton_hooks, wire
+        from drk.gym import compare, harness, integrity, sandbox, tensors, triton_hooks, wire
 
-        self.torch, self.harness, self.tensors, self.wire = torch, harness, tensors, wire
+        self.torch, self.harness, self.tensors, self.wire, self.compare = torch, harness, tensors, wire, compare
         self.device = args.device
         self.cuda = self.device.startswith("cuda")
         self.workdir = args.workdir
         self.conn = wire.connection_from_fd(args.fd)
+        self.numerics = harness.pin_numerics()
         self.recorder = triton_hooks.LaunchRecorder()
         hooked = triton_hooks.install(self.recorder, interpret=not self.cuda)
         self.poison = False
@@ -50,9 +43,9 @@ class Runner:
             # rebinds torch.manual_seed and friends, which must not read as tampering later.
             import torch._dynamo  # noqa: F401
             import torch.profiler  # noqa: F401
-        self.limits = sandbox.apply_limits(cpu_path=not self.cuda)
+        self.limits = {}
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
-        self.sandboxed = not args.no_sandbox
+        self.sandboxed = True  # the audit-hook layer is always on; the OS sandbox is the zygote's
         self.nonce = None
         if self.sandboxed:
             sys.addaudithook(self.policy)
@@ -65,22 +58,10 @@ class Runner:
 
     # ---- setup -------------------------------------------------------------------------------------
     def _warm_triton(self) -> None:
-        """Compile and launch one tiny kernel so Triton's driver utilities and launcher toolchain are
-        built before the sandbox is armed and before the first candidate is timed."""
-        import triton
-        import triton.language as tl
-
-        src = ("import triton\nimport triton.language as tl\n@triton.jit\n"
-               "def drk_warmup_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
-               "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-               "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)\n")
-        mod = self.harness.load_module(src, "drk_warmup", os.path.join(self.workdir, "drk_warmup.py"))
-        x = self.torch.zeros(1000, device=self.device)
-        mod.drk_warmup_kernel[(triton.cdiv(1000, 256),)](x, 1000, BLOCK=256)
-        self.torch.cuda.synchronize()
-        self.harness.unload_module("drk_warmup")
+        """Launch the warm-up kernel (its binary and Triton's launcher come from the copied base cache)
+        so the first timed candidate call pays no tool-chain start-up."""
+        self.harness.warm_triton(self.device, self.workdir)
         self.recorder.reset()
-        del tl
 
     def _install_poison_factories(self) -> None:
         """Allocation factories that fill new memory with NaN while `self.poison` is set, so an output
@@ -106,12 +87,16 @@ class Runner:
         header["integrity"] = self.snapshot.changes()
         if self.module_name is not None and not self.policy.armed and self.sandboxed:
             header["integrity"].append("sandbox disarmed")
+        changed = self.harness.numerics_changed(self.numerics)
+        if changed:
+            header["integrity"].append(f"numeric settings changed ({changed})")
         header["violations"] = list(self.policy.violations)
         self.policy.violations.clear()
         self.wire.send(self.conn, header, list(frames))
 
     def serve(self) -> None:
-        self.reply({"op": "hello", "pid": os.getpid(), "versions": self.harness.versions(), "limits": self.limits})
+        self.reply({"op": "hello", "pid": os.getpid(), "versions": self.harness.versions(), "uid": os.getuid(),
+                    "numerics": self.numerics})
         while True:
             try:
                 header, frames = self.wire.recv(self.conn)
@@ -178,11 +163,11 @@ class Runner:
             self.reply({"op": "unload", "ok": True})
 
     def op_forward(self, h: dict, payload) -> None:
-        """Run the candidate once on the judge's inputs; hand back outputs (frames or IPC buffers)."""
+        """Run the candidate once on the judge's inputs; hand back outputs as raw bytes."""
         torch = self.torch
         key = h.get("key") or ""
         if payload.get("inputs") is not None:
-            inputs = payload["inputs"]
+            inputs = self.tensors.to_device(payload["inputs"], self.device)
             if key:
                 self.inputs[key] = inputs
         else:
@@ -191,6 +176,7 @@ class Runner:
                 for t, new in zip(inputs, payload["refresh"]):
                     if isinstance(t, torch.Tensor):
                         t.copy_(new)
+        digest = self.compare.fingerprint(inputs) if h.get("digest") else None
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))
@@ -206,24 +192,19 @@ class Runner:
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
         frames, described = [], []
-        bufs = payload.get("out_buffers")
-        for i, o in enumerate(outs):
+        for o in outs[:MAX_OUTPUTS]:
             d = self.tensors.describe(o)
             d["subclass"] = type(o).__name__ if type(o) is not torch.Tensor else ""
             d["device"] = str(o.device)
             described.append(d)
-            if bufs is not None:
-                if i < len(bufs) and list(bufs[i].shape) == list(o.shape) and bufs[i].dtype == o.dtype:
-                    bufs[i].copy_(o)
-                    d["written"] = True
-            else:
-                frames.append(self.tensors.to_frame(o)[1])
+            frames.append(self.tensors.to_frame(o)[1])
         if h.get("return_inputs"):
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
+        changed = digest is not None and self.compare.fingerprint(inputs) != digest
         self.harness.sync(self.device)
-        self.reply({"op": "forward", "ok": True, "outputs": described, "wall_s": wall,
-                    "launches": [(x.name, x.seconds) for x in self.recorder.launches],
-                    "skipped": self.recorder.skipped}, frames)
+        self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
+                    "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
+                    "skipped": self.recorder.skipped, "inputs_changed": changed}, frames)
 
     def _poison_allocator(self, nbytes: int) -> None:
         """Leave NaN-filled blocks in the CUDA caching allocator for the candidate's next allocations."""
@@ -281,20 +262,18 @@ class Runner:
         self.reply({"op": "memory", "ok": True, "peak_bytes": peak})
 
 
-def main() -> None:
-    args = _args()
-    os.chdir(args.workdir)
-    from drk.gym.sandbox import set_pdeathsig
+MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 
-    set_pdeathsig()
+
+def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str, sandbox: str) -> None:
+    """Entry point in the forked, sandboxed child (`drk.gym.zygote`); serves one candidate, never returns."""
+    args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache)
     try:
         runner = Runner(args)
-    except BaseException:  # startup failure: tell the judge on stderr, exit non-zero
+    except BaseException:  # startup failure: tell the judge on the log, exit non-zero
         traceback.print_exc()
-        sys.exit(3)
+        sys.stdout.flush()
+        os._exit(3)
+    runner.sandbox_mode = sandbox
     runner.serve()
     os._exit(0)  # skip interpreter teardown: candidate objects may have broken finalizers
-
-
-if __name__ == "__main__":
-    main()

@@ -38,6 +38,8 @@ SIDE_STREAM = "side_stream"              # device work outlived the timed stream
 TRITON_UNUSED = "triton_unused"          # outputs stay correct with every Triton launch skipped
 OUTPUT_CACHED = "output_cached"          # timed calls returned stale outputs for changed inputs
 NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disagrees with itself
+PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)
+RERUN_ALONE = "rerun_alone"              # re-evaluated with no sibling evaluation running before a failure stood
 
 
 @dataclass

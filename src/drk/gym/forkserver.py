@@ -1,0 +1,122 @@
+"""The judge's side of a slot's fork server (`drk.gym.zygote`): start it inside the sandbox, ask it for a
+fresh candidate process, kill that process and everything it started, read how much CPU it got.
+
+Trusted code: it runs in the judge. The channel to the fork server carries JSON only; the candidate's own
+channel is a separate socketpair whose far end travels to the child by SCM_RIGHTS, so a candidate never
+holds a descriptor to the fork server or the judge's other channels.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from drk.gym import isolation, wire, zygote
+from drk.gym.isolation import Isolation
+from drk.gym.sandbox import scrubbed_env
+
+START_TIMEOUT_S = 300.0
+CALL_TIMEOUT_S = 60.0
+
+
+class ForkServerGone(RuntimeError):
+    """The fork server died or stopped answering (infrastructure, not the candidate)."""
+
+
+class ForkServer:
+    def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
+                 env: dict[str, str]) -> None:
+        self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
+        self.uids = itertools.cycle([isolation.SANDBOX_UID_BASE + 2 * slot_index + k for k in (0, 1)])
+        self.env = env
+        self.lock = threading.Lock()
+        self.ids = itertools.count()
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.tmp_root = "/tmp"
+        if not iso.sandboxed:  # no sandbox: children work in a folder of the slot's, never the host's /tmp
+            self.tmp_root = tempfile.mkdtemp(prefix="cands-", dir=slot_dir)
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [sys.executable, "-m", "drk.gym.zygote", "--fd", str(b.fileno()), "--mode", self.iso.mode,
+                "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root]
+        if self.iso.sandboxed:
+            argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache]) + argv
+        log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
+        self.proc = subprocess.Popen(argv, env=self.env, pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        b.close()
+        self.sock = a
+        try:
+            self._recv(START_TIMEOUT_S)
+        except ForkServerGone:
+            tail = wire.file_tail(os.path.join(self.slot_dir, "zygote.log"), 600).strip()
+            self.stop()
+            raise ForkServerGone(f"the sandboxed fork server failed to start: {tail[-400:] or 'no output'}") from None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.sock is not None:
+            try:
+                zygote.send(self.sock, {"op": "bye"})
+            except OSError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)  # it kills its children first
+            except subprocess.TimeoutExpired:
+                pass
+            wire.kill_group(self.proc)
+        wire.close_quietly(self.sock)
+        self.proc, self.sock = None, None
+
+    # ---- calls -------------------------------------------------------------------------------------
+    def _recv(self, timeout: float) -> dict:
+        self.sock.settimeout(timeout)
+        try:
+            msg, _ = zygote.recv(self.sock)
+        except (socket.timeout, EOFError, OSError, ValueError) as e:
+            raise ForkServerGone(f"fork server: {type(e).__name__}") from None
+        return msg
+
+    def _call(self, msg: dict, fds: list[int] = ()) -> dict:
+        with self.lock:
+            if not self.alive():
+                raise ForkServerGone("fork server is not running")
+            try:
+                zygote.send(self.sock, msg, fds)
+            except OSError as e:
+                raise ForkServerGone(f"fork server: {e}") from None
+            return self._recv(CALL_TIMEOUT_S)
+
+    def spawn(self, conn_fd: int, log_fd: int, runner_opts: dict, limits: dict) -> tuple[str, int]:
+        """A fresh candidate process on `conn_fd`; returns (its id, its uid)."""
+        cid = f"{os.getpid()}-{next(self.ids)}"
+        uid = next(self.uids) if self.iso.mode == isolation.ROOT else os.getuid()
+        reply = self._call({"op": "spawn", "id": cid, "uid": uid, "env": self.env, "runner": runner_opts,
+                            "limits": limits}, [conn_fd, log_fd])
+        if not reply.get("ok"):
+            raise ForkServerGone(f"fork server could not start a candidate process: {reply}")
+        return cid, uid
+
+    def kill(self, cid: str) -> bool:
+        """Kill the candidate's processes and remove its files; False if some survived."""
+        try:
+            return bool(self._call({"op": "kill", "id": cid}).get("ok"))
+        except ForkServerGone:
+            return False
+
+    def usage(self, cid: str) -> dict:
+        try:
+            return self._call({"op": "usage", "id": cid})
+        except ForkServerGone:
+            return {"ok": False}

@@ -1,0 +1,154 @@
+"""OS isolation for candidate code: which mechanism this host offers, and the bubblewrap command that
+builds the sandbox every candidate process lives in.
+
+Rule: no fact the reward depends on may rest on the integrity of the candidate's own process, so the
+boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fork server
+(`drk.gym.zygote`) inside a bubblewrap sandbox:
+
+- its own network namespace (no interface but a downed loopback), IPC, UTS and PID namespaces, a new
+  session, and it dies with its judge (`--die-with-parent`);
+- a read-only view of the host (`--ro-bind / /`) in which /root, /home, /tmp, /var/tmp, /run, /mnt,
+  /media and /srv are empty tmpfs, then only what Python, torch and Triton need is bound back read-only
+  (the interpreter's prefixes, every `sys.path` entry, the base Triton cache, CUDA's device nodes), so
+  user files, keys and other projects are not even visible;
+- mode `root` (the evaluator runs as root, as on the H200 and CI): the fork server keeps only
+  CAP_SETUID, CAP_SETGID and CAP_KILL, and every candidate process drops to an unprivileged uid of its
+  own (two per slot, alternating, so a candidate never shares a uid with the next one), with
+  `no_new_privs`; after the evaluation every process of that uid is killed and its files removed;
+- mode `userns` (an ordinary user, unprivileged user namespaces on): the same view inside a user
+  namespace; the candidate keeps the user's uid *inside* the sandbox, and after each evaluation the fork
+  server kills every other process in the sandbox's PID namespace and wipes /tmp.
+
+Where neither works, `detect` refuses: running untrusted code needs `allow_unsafe` (CLI
+`--unsafe-no-sandbox`), and every result then records `sandbox: none`.
+
+Not here: the resource limits and privilege drop applied per candidate (`drk.gym.zygote`), and the
+judge's evidence rules (`drk.gym.judge`).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+ROOT, USERNS, NONE = "root", "userns", "none"
+HIDDEN = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+SANDBOX_UID_BASE = 61000   # candidate uids: SANDBOX_UID_BASE + 2 * slot + {0, 1}; never a real account
+PROBE_TIMEOUT_S = 20.0
+
+
+class SandboxUnavailable(RuntimeError):
+    """No OS isolation on this host and the user did not allow unsafe evaluation."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    mode: str            # ROOT, USERNS or NONE
+    bwrap: str = ""      # path of the bwrap binary (empty for NONE)
+    reason: str = ""     # why NONE, when it is
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode != NONE
+
+
+def find_bwrap() -> str:
+    """$DRK_BWRAP, else bwrap on PATH (a `.deb` unpacked with `dpkg -x` works through $DRK_BWRAP)."""
+    cand = os.environ.get("DRK_BWRAP") or shutil.which("bwrap") or ""
+    return cand if cand and os.access(cand, os.X_OK) else ""
+
+
+def _needed_paths() -> list[str]:
+    """What a candidate process must be able to read: the interpreter, its libraries, torch, Triton."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    for var in ("CUDA_HOME", "CUDA_PATH", "TRITON_HOME", "LD_LIBRARY_PATH"):
+        for p in (os.environ.get(var) or "").split(os.pathsep):
+            if p and os.path.isdir(p):
+                paths.add(p)
+    return sorted({os.path.realpath(p) for p in paths} | paths)
+
+
+def _under_hidden(path: str) -> bool:
+    return any(path == h or path.startswith(h + "/") for h in HIDDEN)
+
+
+def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] = ()) -> list[str]:
+    """The bubblewrap prefix for one slot's fork server."""
+    a = [iso.bwrap, "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--unshare-cgroup-try",
+         "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    if iso.mode == USERNS:
+        a += ["--unshare-user"]
+    else:  # root: keep only what dropping to a candidate uid and killing its processes need
+        a += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
+              "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_FOWNER", "--cap-add", "CAP_DAC_OVERRIDE"]
+    for h in HIDDEN:
+        if os.path.isdir(h):
+            a += ["--tmpfs", h]
+    a += ["--chmod", "1777", "/tmp"]
+    made: set[str] = set()
+    for p in _needed_paths():
+        if _under_hidden(p) and p not in HIDDEN and os.path.exists(p):  # never a whole hidden root back
+            # bwrap would create the folders leading there with mode 0700; the candidate uid must pass them
+            parts = p.strip("/").split("/")
+            for i in range(2, len(parts)):
+                anc = "/" + "/".join(parts[:i])
+                if anc not in made:
+                    made.add(anc)
+                    a += ["--perms", "0755", "--dir", anc]
+            a += ["--ro-bind", p, p]
+    for p in binds_ro:
+        a += ["--ro-bind", p, p]
+    for p in binds_rw:
+        a += ["--bind", p, p]
+    for dev in sorted(glob.glob("/dev/nvidia*")):
+        a += ["--dev-bind", dev, dev]
+    for p in ("/run/nvidia-persistenced",):
+        if os.path.exists(p):
+            a += ["--ro-bind", p, p]
+    return a + ["--"]
+
+
+def _probe(iso: Isolation) -> str:
+    """Run a trivial Python inside the sandbox; '' when it works, else the reason."""
+    code = "import os, socket; socket.socket().connect_ex(('1.1.1.1', 53)); print(os.getpid())"
+    try:
+        out = subprocess.run(bwrap_argv(iso) + [sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{type(e).__name__}: {e}"
+    if out.returncode != 0:
+        return (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+    return ""
+
+
+_detected: dict[bool, Isolation] = {}
+
+
+def detect(allow_unsafe: bool = False) -> Isolation:
+    """The isolation this host offers (probed once per process). Raises SandboxUnavailable when there is
+    none, unless `allow_unsafe`."""
+    if allow_unsafe in _detected:
+        return _detected[allow_unsafe]
+    bwrap = find_bwrap()
+    reason = "bubblewrap (bwrap) is not installed"
+    iso = None
+    if bwrap:
+        mode = ROOT if os.geteuid() == 0 else USERNS
+        cand = Isolation(mode, bwrap)
+        reason = _probe(cand)
+        if not reason:
+            iso = cand
+        else:
+            reason = f"bubblewrap cannot build a sandbox here ({reason[:200]})"
+    if iso is None:
+        if not allow_unsafe:
+            raise SandboxUnavailable(
+                f"cannot isolate candidate code: {reason}. Install bubblewrap (apt-get install bubblewrap, or set "
+                "DRK_BWRAP to a bwrap binary), or pass --unsafe-no-sandbox to run untrusted code without isolation")
+        iso = Isolation(NONE, "", reason)
+    _detected[allow_unsafe] = iso
+    return iso

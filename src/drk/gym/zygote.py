@@ -1,0 +1,298 @@
+"""The fork server (`python -m drk.gym.zygote`): one per evaluation slot, inside the slot's sandbox.
+
+It imports torch, Triton and the runner once, never initialises CUDA and never runs candidate code, then
+forks one fresh interpreter per candidate, so nothing (environment, module attributes, `sys.modules`,
+threads, files, GPU allocations) can pass from one candidate to the next, at the cost of a fork instead
+of a ~5 s interpreter start.
+
+Per candidate, in the forked child, before any candidate code exists in it: every inherited descriptor
+but its evaluation channel and log is closed, the environment is replaced by the judge's scrubbed one, a
+private work directory (HOME, TMPDIR, Triton cache seeded from the slot's read-only base cache) is made,
+resource limits are set, and in `root` mode the child drops to the candidate uid with no supplementary
+groups, `no_new_privs` and a parent-death signal. Then `drk.gym.runner` takes over.
+
+After the evaluation the judge says `kill`: the fork server kills every process of that candidate (by
+uid in `root` mode, every process of the sandbox but itself in `userns` mode; setsid and double-forked
+ones too), checks none is left, and removes its files. `usage` reports a child's CPU and run-queue
+times so the judge charges a candidate only for time it actually got.
+
+Channel: a SOCK_SEQPACKET socket to the judge; one JSON object per packet, descriptors by SCM_RIGHTS.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+MAX_PACKET = 65536
+
+
+def _prctl(option: int, arg: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def send(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
+    data = json.dumps(msg).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def recv(sock: socket.socket, nfds: int = 0) -> tuple[dict, list[int]]:
+    if nfds:
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_PACKET, nfds)
+    else:
+        data, fds = sock.recv(MAX_PACKET), []
+    if not data:
+        raise EOFError
+    return json.loads(data), list(fds)
+
+
+def _processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every live process this PID namespace shows (zombies run nothing: skipped)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if fields.get("State", "").strip().startswith(("Z", "X")):
+                continue
+            out.append((int(name), int(fields["Uid"].split()[0])))
+        except (OSError, ValueError, IndexError, KeyError):
+            continue
+    return out
+
+
+def _pgid(pid: int) -> int:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return -1
+
+
+class Zygote:
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.sock = socket.socket(fileno=a.fd)
+        self.mode, self.device, self.base_cache = a.mode, a.device, a.base_cache
+        self.tmp = a.tmp_root  # the sandbox's own /tmp; without a sandbox, a folder of the slot's
+        self.children: dict[str, dict] = {}  # id -> {pid, uid, workdir}
+        _prctl(PR_SET_DUMPABLE, 0)  # no process of the candidate's uid may ptrace or read our memory
+        import torch  # noqa: F401  (the point of the fork server: imported once, shared copy-on-write)
+        import torch._dynamo  # noqa: F401
+        import torch.multiprocessing  # noqa: F401
+        import torch.profiler  # noqa: F401
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+
+        from drk.gym import runner  # noqa: F401
+
+    def serve(self) -> None:
+        send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode})
+        while True:
+            self._reap()
+            try:
+                msg, fds = recv(self.sock, nfds=2)
+            except (EOFError, ConnectionError, OSError):
+                break
+            op = msg.get("op")
+            if op == "spawn":
+                send(self.sock, self.spawn(msg, fds))
+            elif op == "kill":
+                send(self.sock, self.kill(msg["id"]))
+            elif op == "usage":
+                send(self.sock, self.usage(msg["id"]))
+            elif op == "bye":
+                break
+            for fd in fds:  # the child has its copies; ours must not keep its channel open
+                os.close(fd)
+        for cid in list(self.children):
+            self.kill(cid)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    def spawn(self, msg: dict, fds: list[int]) -> dict:
+        conn_fd, log_fd = fds
+        cid, uid = msg["id"], int(msg.get("uid", os.getuid()))
+        workdir = os.path.join(self.tmp, f"cand-{cid}")
+        pid = os.fork()
+        if pid == 0:  # the candidate's process: never returns
+            try:
+                _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache)
+            except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
+                os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
+            os._exit(3)
+        self.children[cid] = {"pid": pid, "uid": uid, "workdir": workdir, "start": time.monotonic()}
+        return {"op": "spawn", "ok": True, "pid": pid}
+
+    def kill(self, cid: str) -> dict:
+        child = self.children.pop(cid, None)
+        if child is None:
+            return {"op": "kill", "ok": True, "left": 0}
+        me = os.getpid()
+
+        def targets() -> list[int]:
+            procs = _processes()
+            if self.mode == "root":
+                return [p for p, u in procs if u == child["uid"] and p != me]
+            if self.mode == "userns":
+                return [p for p, _u in procs if p not in (1, me)]  # everything but bwrap's init and us
+            return [p for p, _u in procs if _pgid(p) == child["pid"]]  # no sandbox: its session only
+
+        left = []
+        for _ in range(50):  # a forking process can add children while we sweep: repeat until none is left
+            left = targets()
+            if not left:
+                break
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
+            self._reap()
+        self._reap()
+        self._wipe(child)
+        if left:
+            print(f"kill: left {left} {[open(f'/proc/{p}/status').read()[:300] for p in left[:2]]}", flush=True)
+        return {"op": "kill", "ok": not left, "left": len(left)}
+
+    def _wipe(self, child: dict) -> None:
+        """Remove the candidate's files: its work directory and anything else it left in /tmp or /dev/shm."""
+        if self.mode == "none":  # the host's own /tmp: only the work directory is ours to remove
+            shutil.rmtree(child["workdir"], ignore_errors=True)
+            return
+        for top in ("/tmp", "/dev/shm"):
+            try:
+                names = os.listdir(top)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(top, name)
+                try:
+                    owner = os.lstat(path).st_uid
+                except OSError:
+                    continue
+                if path == child["workdir"] or self.mode != "root" or owner == child["uid"]:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        try:
+                            os.unlink(path)
+                        except OSError:
+                            pass
+
+    def usage(self, cid: str) -> dict:
+        """CPU time the child got and time it spent runnable but waiting for a CPU (host load)."""
+        child = self.children.get(cid)
+        if child is None:
+            return {"op": "usage", "ok": False}
+        cpu_ns = wait_ns = 0
+        try:
+            for tid in os.listdir(f"/proc/{child['pid']}/task"):
+                with open(f"/proc/{child['pid']}/task/{tid}/schedstat") as f:
+                    run, wait, _ = f.read().split()
+                cpu_ns += int(run)
+                if tid == str(child["pid"]):
+                    wait_ns = int(wait)  # the main thread: the one the evaluation waits on
+        except (OSError, ValueError):
+            return {"op": "usage", "ok": False}
+        return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9,
+                "age_s": time.monotonic() - child["start"]}
+
+
+def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
+                      base_cache: str) -> None:
+    """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
+    import resource
+
+    os.setsid()
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    keep = {0, 1, 2, conn_fd}
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.makedirs(workdir, mode=0o700)
+    cache = os.path.join(workdir, "triton-cache")
+    if base_cache and os.path.isdir(base_cache):
+        shutil.copytree(base_cache, cache)
+    else:
+        os.makedirs(cache)
+    if mode == "root":
+        for dirpath, dirnames, filenames in os.walk(workdir):
+            for n in [dirpath] + [os.path.join(dirpath, x) for x in dirnames + filenames]:
+                os.lchown(n, uid, uid)
+    env = dict(msg.get("env") or {})
+    env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=cache, USER="drk-sandbox", LOGNAME="drk-sandbox")
+    os.environ.clear()
+    os.environ.update(env)
+    lim = msg.get("limits") or {}
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim.get("file_mb", 512)) << 20,) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    if lim.get("nproc") and mode == "root":
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(lim["nproc"]),) * 2)
+    if lim.get("address_space_gb"):
+        resource.setrlimit(resource.RLIMIT_AS, (int(float(lim["address_space_gb"]) * 2**30),) * 2)
+    if mode == "root":
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        if os.getuid() != uid or os.geteuid() != uid:
+            raise OSError("could not drop to the candidate uid")
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    os.chdir(workdir)
+    from drk.gym.runner import run_candidate_process
+
+    run_candidate_process(conn_fd, msg.get("runner") or {}, workdir, cache, sandbox=mode)
+    os._exit(0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--fd", type=int, required=True)
+    p.add_argument("--mode", default="root", choices=["root", "userns", "none"])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--base-cache", default="")
+    p.add_argument("--tmp-root", default="/tmp")
+    a = p.parse_args()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        z = Zygote(a)
+    except BaseException:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(3)
+    z.serve()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
