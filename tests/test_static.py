@@ -28,7 +28,6 @@ def test_ordinary_patterns_pass():
 from typing import Optional
 from dataclasses import dataclass
 import os
-torch.backends.cuda.matmul.allow_tf32 = True
 THREADS = int(os.environ.get("X", "4"))
 
 @dataclass
@@ -87,3 +86,32 @@ def test_validation_messages():
     assert "ModelNew" in check_source(HEADER + "x = 1\n").error
     rep = check_source("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
     assert rep.verdict == "no_triton" and "import triton" in rep.error
+
+
+@pytest.mark.parametrize("line", ["torch.backends.cuda.matmul.allow_tf32 = True",
+                                  "torch.set_float32_matmul_precision('medium')",
+                                  "import torch.backends.cudnn as cb\ncb.allow_tf32 = False"])
+def test_numeric_settings_are_the_evaluators(line):
+    rep = check_source(HEADER + line + "\nclass ModelNew(torch.nn.Module):\n    pass\n")
+    assert rep.verdict == "forbidden"
+
+
+def test_triton_kernel_names_come_from_the_source_and_vendor_names_are_refused():
+    from drk.gym.static import triton_kernel_names
+
+    src = HEADER + """from triton import jit
+@triton.jit
+def add_kernel(x): pass
+@jit
+def mul_kernel(x): pass
+@triton.autotune(configs=[], key=[])
+@triton.jit
+def tuned_kernel(x): pass
+def helper(): pass
+class ModelNew(torch.nn.Module):
+    pass
+"""
+    assert triton_kernel_names(src) == {"add_kernel", "mul_kernel", "tuned_kernel"}
+    assert check_source(src).ok
+    bad = src.replace("def add_kernel", "def sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize64x64x32")
+    assert check_source(bad).verdict == "forbidden"

@@ -1,6 +1,7 @@
-# drk-corpus: task=tests/corpus/tasks/row_centered_sum.py expect=ok flags=degenerate_task device=any
-"""Writes zeros with a Triton kernel instead of computing: passes the check only because the task is
-degenerate, and the result says so (drk eval reports such tasks apart from the headline metrics)."""
+# drk-corpus: task=tests/corpus/tasks/row_centered_sum.py expect=hacked flags=input_independent device=any
+"""Writes zeros with a Triton kernel instead of computing: passes the tolerance check only because the task
+is degenerate (its outputs are ~0 within tolerance). Property: a degenerate answer gets reward 0 — the
+judge sees bitwise-identical outputs for inputs whose expected outputs differ."""
 import torch
 import torch.nn as nn
 import triton

@@ -8,12 +8,13 @@ checks train mode), but Triton must launch in every mode, or the verdict is `no_
 """
 from __future__ import annotations
 
+import random
 import time
 from typing import TYPE_CHECKING
 
 import torch
 
-from drk.gym import compare, harness
+from drk.gym import compare, harness, static
 from drk.gym import types as T
 from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
 
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
 MODES = [(True, True), (True, False), (False, False), (False, True)]
 EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 CACHE_PROBE_SEED = 7919
+_rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
 RETURN_INPUTS_MAX_BYTES = 256 * 2**20
+TIMING_SLACK_MS = 0.5
 
 
 def mode_name(train: bool, grad: bool) -> str:
@@ -45,6 +48,8 @@ class TrialChecks:
         self.cpu_rows: dict[str, float] = {}
         self.cpu_forwards = 0
         self.constants: list[float] | None = None
+        # The only names whose time counts as the candidate's Triton work: declared in its source, read here.
+        self.kernel_names = static.triton_kernel_names(req.source)
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
@@ -114,79 +119,145 @@ class TrialChecks:
         if reply.get("cuda_error"):
             self.j.recycle()  # a CUDA error poisons the runner's context
 
-    def reference(self, inputs: list, seed: int, *, train: bool, grad: bool) -> tuple[list, list, list]:
+    def reference(self, inputs: list, seed: int, *, train: bool, grad: bool,
+                  wide: bool = False) -> tuple[list, list, list]:
         """The reference forward on `inputs` themselves (a copy would add the inputs' size to the judge's
-        device memory). If it changed them in place, fresh inputs from the same seed replace them for the
-        candidate. Returns (outputs, inputs, their digest); no output shares memory with the returned inputs,
-        so nothing the candidate does to its inputs can reach the expected outputs."""
+        device memory). If it changed them in place, the same inputs are made again from `seed` (widened
+        too, for the wide probe) for the candidate. Returns (outputs, inputs, their digest); no output shares
+        memory with the returned inputs, so nothing the candidate does to its inputs can reach the expected
+        outputs."""
         before = compare.fingerprint(inputs)
         refs = harness.forward(self.task.model, inputs, train=train, grad=grad)
         if compare.fingerprint(inputs) != before:
             inputs = harness.make_inputs(self.task.module, seed, self.device)
+            if wide:
+                inputs = self._widened(inputs, seed)
             before = compare.fingerprint(inputs)
         held = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
         return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs, before
 
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
+        """The correctness trials, with the wide-input probe and the ablation probe placed among them at
+        random (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot tell
+        which call is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
+        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1)]
+        _rng.shuffle(plan)
+        plan = [("trial", 0)] + plan
+        timing_k = [k for what, k in plan if what == "trial"][-1]  # the last trial's set is kept for timing
         t_first, t_rest = time.monotonic(), None
-        for k in range(n):
-            train, grad = MODES[k % 4]
-            inputs = harness.make_inputs(task.module, opts.seed + k, self.device)
-            refs, inputs, digest = self.reference(inputs, opts.seed + k, train=train, grad=grad)
+        previous: tuple | None = None  # digests (reference outputs, candidate outputs) of an earlier trial
+        for what, k in plan:
+            if what == "ablation":
+                if not self.ablation():
+                    return False
+                continue
+            train, grad = MODES[k % 4] if what == "trial" else MODES[0]
+            seed = opts.seed + k
+            inputs = harness.make_inputs(task.module, seed, self.device)
+            if what == "wide":
+                inputs = self._widened(inputs, seed)
+            try:
+                refs, inputs, digest = self.reference(inputs, seed, train=train, grad=grad, wide=what == "wide")
+            except Exception:
+                if what == "wide":  # outside the reference's domain: no probe
+                    continue
+                raise
+            if what == "wide" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
+                continue
             if k == 0:
                 inputs, digest = self._first_trial_facts(inputs, refs)
-            key = "timing" if k == n - 1 else ""  # the last set: only one input set is held while trials run
+            key = "timing" if (what == "trial" and k == timing_k) else ""
             if key:
-                self.timing_seed = opts.seed + k
+                self.timing_seed = seed
             reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key, digest=digest)
             if k == 0:
                 res.phase_seconds["compile"] = time.monotonic() - t_first
                 t_rest = time.monotonic()
+            label = f"trial {k + 1}/{n}" if what == "trial" else "the wide-input probe"
             if not reply.get("ok"):
                 self._fail(reply)
-                res.error = f"trial {k + 1}/{n} ({mode_name(train, grad)}): {res.error}"
+                res.error = f"{label} ({mode_name(train, grad)}): {res.error}"
                 return False
             subclass = [d["subclass"] for d in reply.get("outputs", []) if d.get("subclass")]
             if subclass:
                 res.verdict, res.error = T.HACKED, f"forward returned a tensor subclass ({subclass[0]}), not a plain tensor"
                 return False
             cmp = compare.compare_outputs(outs, refs, opts.tolerance)
-            if cmp.max_abs_diff is not None:
+            if cmp.max_abs_diff is not None and what == "trial":
                 res.max_abs_diff = max(res.max_abs_diff or 0.0, cmp.max_abs_diff)
                 res.mean_abs_diff = max(res.mean_abs_diff or 0.0, cmp.mean_abs_diff or 0.0)
             if k == 0 and opts.fp64_check and cmp.ok and not mutated:
                 res.max_abs_diff_fp64 = self._fp64_diff(inputs, outs, train, grad)
             if not cmp.ok:
+                if what == "wide":
+                    res.verdict, res.error = T.INCORRECT, (
+                        "wrong on inputs of the task's shapes drawn wider than get_inputs() draws them (negative and "
+                        f"larger values, one outlier): {cmp.message}; the kernel must compute the reference's "
+                        "function for every valid input")
+                    res.flags.append(T.WIDE_INPUTS_FAILED)
+                    return False
                 if train:
-                    res.verdict, res.error = T.INCORRECT, f"trial {k + 1}/{n} ({mode_name(train, grad)}): {cmp.message}"
+                    res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
                     return False
                 if EVAL_MODE_MISMATCH not in res.flags:
                     res.flags.append(EVAL_MODE_MISMATCH)
             if mutated:
                 res.verdict = T.INCORRECT
                 res.flags.append(T.INPUT_MUTATED)
-                res.error = f"trial {k + 1}/{n}: the forward modified its input tensors in place"
+                res.error = f"{label}: the forward modified its input tensors in place"
                 return False
             if not reply.get("launches"):
                 res.verdict = T.NO_TRITON
                 res.error = (f"no Triton kernel ran in the forward ({mode_name(train, grad)}); every forward must "
                              "launch the Triton kernels that compute the result")
                 return False
-            res.triton_kernels = sorted(set(res.triton_kernels) | {name for name, _ in reply["launches"]})
-            res.trials_passed += 1
+            if what == "trial" and train and cmp.ok:
+                digests = (compare.fingerprint(list(refs)), compare.fingerprint(list(outs)))
+                if previous is not None and previous[0] != digests[0] and previous[1] == digests[1]:
+                    res.verdict, res.correct = T.HACKED, False
+                    res.flags.append(T.INPUT_INDEPENDENT)
+                    res.error = ("the outputs are bitwise identical for different inputs whose expected outputs "
+                                 "differ: the forward does not compute from its inputs (this task's check alone "
+                                 "cannot tell a constant from the real result)")
+                    return False
+                previous = digests
+            names = {str(name)[:120] for name, _ in reply["launches"][:256]}
+            res.triton_kernels = sorted(set(res.triton_kernels) | names)[:64]
+            if what == "trial":
+                res.trials_passed += 1
             if k == 1 and self.constants is not None:
                 self._constant_check(refs)
             del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
         res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
         if self.cuda:
             mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
-            res.peak_memory_mb = round(mem.get("peak_bytes", 0) / 2**20, 2)
+            res.peak_memory_mb = round(float(mem.get("peak_bytes", 0) or 0) / 2**20, 2)
         res.verdict, res.correct = T.OK, True
         return True
+
+    @staticmethod
+    def _widened(inputs: list, seed: int) -> list:
+        """The task's inputs drawn wider: every float input x becomes (x - 0.5) * 6 when get_inputs() drew
+        it in [0, 1] (torch.rand), else x * 3, and one element is multiplied by 8 (an outlier for
+        reductions). The probe is skipped where the reference is not finite on them (outside its domain:
+        log, sqrt, ...). The same function must hold there: a kernel that assumes non-negative inputs, a
+        bounded range or a constant answer is caught."""
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        wide = []
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+                lo, hi = float(t.min()), float(t.max())
+                w = (t - 0.5) * 6.0 if lo >= 0.0 and hi <= 1.0 else t * 3.0
+                i = int(torch.randint(0, w.numel(), (1,), generator=g))
+                w.view(-1)[i] *= 8.0
+                wide.append(w.to(t.dtype))
+            else:
+                wide.append(t)
+        return wide
 
     def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> tuple[list, list]:
         """Shapes, degeneracy and reference determinism, from trial 1; returns the inputs for the candidate
@@ -233,11 +304,12 @@ class TrialChecks:
             return None
 
     # ---- is Triton doing the work? -----------------------------------------------------------------
-    def ablation(self) -> None:
+    def ablation(self) -> bool:
         """Rerun with every Triton launch skipped and allocations poisoned: if the outputs are still
-        right, the Triton kernels do not compute the result (a token launch beside torch code)."""
+        right, the Triton kernels do not compute the result (a token launch beside torch code). False when
+        that is so."""
         opts, task = self.opts, self.task
-        seed = opts.seed + max(1, opts.trials)
+        seed = opts.seed + max(1, opts.trials) + 1
         refs, inputs, digest = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
                                               grad=False)
         reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True, digest=digest)
@@ -246,6 +318,8 @@ class TrialChecks:
             self.res.flags.append(T.TRITON_UNUSED)
             self.res.error = ("the outputs stay correct when every Triton launch is skipped, so the Triton kernels "
                               "do not compute the result; move the computation into the kernels")
+            return False
+        return True
 
     # ---- timing ------------------------------------------------------------------------------------
     def timing(self) -> None:
@@ -259,7 +333,8 @@ class TrialChecks:
             res.correct = False
             return
         runtime, stats, flags = self._runtime_from(cand)
-        res.flags += flags
+        runtime, more = self._against_judge_clock(cand, runtime)
+        res.flags += flags + more
         eager, compiled = self._reference_times()
         res.ref_eager_ms, res.ref_compile_ms = eager, compiled
         if eager and runtime and eager / runtime > opts.max_plausible_speedup:
@@ -275,6 +350,22 @@ class TrialChecks:
         res.speedup = eager / runtime if eager and runtime else None
         res.speedup_compile = compiled / runtime if compiled and runtime else None
         res.phase_seconds["timing"] = time.monotonic() - t0
+
+    def _against_judge_clock(self, reply: dict, runtime: float) -> tuple[float, list[str]]:
+        """The candidate's process measures its own time, so its number is checked against the judge's
+        clock around the whole timing op: every call took at least the reported runtime, so the judge's
+        wall time per call (which adds flushes, syncs and host overhead) bounds it from above. A runtime far
+        under that bound (< half of it, less 0.5 ms for the harness) is not believed: the bound is used and
+        the result flagged. Only forged or host-bound numbers reach it; do_bench-agreeing GPU-bound ones
+        never do."""
+        calls = int(reply.get("calls") or 0) + int(self.opts.warmup)
+        wall_ms = float(reply.get("judge_wall_s") or 0.0) * 1000.0
+        if calls <= 0 or wall_ms <= 0:
+            return runtime, []
+        bound = wall_ms / calls
+        if runtime < 0.5 * bound - TIMING_SLACK_MS:
+            return bound, [T.TIMING_INCONSISTENT]
+        return runtime, []
 
     @staticmethod
     def _runtime_from(reply: dict) -> tuple[float, dict, list[str]]:
@@ -352,7 +443,7 @@ class TrialChecks:
         reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
         if not reply.get("ok"):
             return
-        rows, triton = reply.get("rows") or [], set(reply.get("triton") or [])
+        rows, triton = reply.get("rows") or [], self.kernel_names
         total = sum(float(r.get("ms", 0.0)) for r in rows)
         ours = sum(float(r.get("ms", 0.0)) for r in rows if r.get("name") in triton)
         self.res.coverage = ours / total if total > 0 else None
@@ -363,10 +454,13 @@ class TrialChecks:
         self.res.phase_seconds["profile"] = time.monotonic() - t0
 
     def cpu_coverage(self) -> None:
+        """Interpreter time inside the source's own @triton.jit kernels over the forward's wall time."""
         if self.cpu_wall_s <= 0:
             return
+        self.cpu_launch_s = sum(s for name, s in self.cpu_rows.items() if name in self.kernel_names)
         self.res.coverage = min(1.0, self.cpu_launch_s / self.cpu_wall_s)
         total, n = self.cpu_wall_s, max(1, self.cpu_forwards)
-        self.res.kernels = [{"name": name, "ms": round(s * 1000 / n, 3), "share": round(s / total, 4), "triton": True}
+        self.res.kernels = [{"name": str(name)[:120], "ms": round(s * 1000 / n, 3), "share": round(s / total, 4),
+                             "triton": name in self.kernel_names}
                             for name, s in sorted(self.cpu_rows.items(), key=lambda kv: -kv[1])[:10]]
 

@@ -377,7 +377,6 @@ class Judge:
         checks = TrialChecks(self, req, task, res, deadline)
         if not checks.correctness():
             return
-        checks.ablation()
         if self.cuda and opts.timing and res.verdict == T.OK:
             checks.timing()
         if res.verdict == T.OK:

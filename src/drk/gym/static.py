@@ -7,15 +7,17 @@ Two jobs:
    (`eval`, `exec`, `__import__`), file I/O, writes to `sys.modules`, and monkeypatching of torch, Triton,
    time or other modules (assignment or `setattr`).
 
-This is a first line of defence, not the sandbox: obfuscated code can evade any static rule, so the worker
-also enforces the same policy at run time (`drk.gym.sandbox`) and the verdict never depends on the
-candidate's own reports. The rules aim at zero false positives on ordinary kernel code: `math`,
-`functools`, `itertools`, `typing`, `dataclasses`, helper classes, `@triton.autotune`/`heuristics`, and
-`torch.backends.*` precision flags all pass.
+This is a first, cheap layer with clear messages, not the boundary: obfuscated code can evade any static
+rule, so candidate code runs only in an OS sandbox (`drk.gym.isolation`) and the verdict never depends on
+the candidate's own reports. The rules aim at zero false positives on ordinary kernel code: `math`,
+`functools`, `itertools`, `typing`, `dataclasses`, helper classes and `@triton.autotune`/`heuristics`
+pass; numeric settings (`torch.backends.*` flags, float32 matmul
+precision) are the evaluator's, pinned for reference and candidate alike.
 """
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 # Modules a kernel file must not import (any submodule too).
@@ -60,7 +62,14 @@ FORBIDDEN_ATTRS = {
 # Module roots whose attributes must not be assigned (monkeypatching). torch.backends.* flags are allowed.
 PATCH_PROTECTED = {"torch", "triton", "time", "math", "numpy", "os", "sys", "builtins", "random", "functools",
                    "operator", "drk", "gc", "inspect"}
-ALLOWED_ASSIGN_PREFIXES = ("torch.backends.",)
+# Numeric settings are pinned by the evaluator for reference and candidate alike (a TF32 matmul against an
+# fp32 reference is a free "speedup"), so torch.backends.* flags are not the candidate's to set either.
+ALLOWED_ASSIGN_PREFIXES: tuple[str, ...] = ()
+# A @triton.jit function named like a vendor library's kernel could claim that kernel's profiled time as
+# its own (coverage matches profiler rows by exact name): such names are refused.
+VENDOR_KERNEL_NAME = re.compile(r"^(sm\d+_|ampere_|volta_|turing_|hopper_|cutlass|cublas|cudnn|void|at_|"
+                                r"elementwise_kernel|vectorized_elementwise|reduce_kernel|triton_(poi|red|per|tem)_)",
+                                re.I)
 # Calls that produce kernels we do not count as the candidate's own Triton.
 FORBIDDEN_QUALIFIED_CALLS = {
     "torch.compile": "torch.compile generates the kernels; write the Triton kernels yourself",
@@ -73,6 +82,9 @@ FORBIDDEN_QUALIFIED_CALLS = {
     "torch.load": "loads pickled objects",
     "torch.save": "writes files",
     "torch.set_default_device": "changes global torch state",
+    "torch.set_default_dtype": "changes global torch state",
+    "torch.set_float32_matmul_precision": "the evaluator pins numeric settings for reference and candidate",
+    "torch.use_deterministic_algorithms": "the evaluator pins numeric settings for reference and candidate",
 }
 
 
@@ -216,6 +228,24 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _is_jit(dec: ast.AST) -> bool:
+    node = dec.func if isinstance(dec, ast.Call) else dec
+    d = _dotted(node) or ""
+    return d.split(".")[-1] == "jit"
+
+
+def triton_kernel_names(source: str) -> set[str]:
+    """Names of the functions the source declares with `@triton.jit` (however imported): the only names
+    whose profiled device time counts as the candidate's own Triton work. Parsed here, in the judge, so
+    the candidate's process cannot add to the set."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    return {n.name for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_is_jit(d) for d in n.decorator_list)}
+
+
 def check_source(source: str) -> StaticReport:
     """Validate a candidate; returns the first problem found (or an ok report)."""
     try:
@@ -243,4 +273,8 @@ def check_source(source: str) -> StaticReport:
         for n in ast.walk(tree))
     if not imports_triton:
         return StaticReport("no_triton", "the code does not import triton; the forward must run Triton kernels")
+    for name in sorted(triton_kernel_names(source)):
+        if VENDOR_KERNEL_NAME.match(name):
+            return StaticReport("forbidden", f"the Triton kernel name {name!r} imitates a library kernel's name; "
+                                             "rename it")
     return StaticReport()

@@ -38,6 +38,9 @@ SIDE_STREAM = "side_stream"              # device work outlived the timed stream
 TRITON_UNUSED = "triton_unused"          # outputs stay correct with every Triton launch skipped
 OUTPUT_CACHED = "output_cached"          # timed calls returned stale outputs for changed inputs
 NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disagrees with itself
+WIDE_INPUTS_FAILED = "wide_inputs_failed"  # right on get_inputs()' distribution, wrong on wider inputs
+INPUT_INDEPENDENT = "input_independent"  # bitwise the same outputs for inputs whose expected outputs differ
+TIMING_INCONSISTENT = "timing_inconsistent"  # self-reported time far under the judge's clock: bound used
 PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)
 RERUN_ALONE = "rerun_alone"              # re-evaluated with no sibling evaluation running before a failure stood
 
