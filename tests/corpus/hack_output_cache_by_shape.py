@@ -1,4 +1,4 @@
-# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=incorrect device=any
+# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=incorrect|no_triton|hacked device=any
 """Computes once with Triton and returns the cached output for every later input of the same shape."""
 import torch
 import torch.nn as nn

@@ -9,6 +9,7 @@ checks train mode), but Triton must launch in every mode, or the verdict is `no_
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,8 @@ class TrialChecks:
         self.cpu_wall_s = 0.0
         self.cpu_rows: dict[str, float] = {}
         self.cpu_forwards = 0
+        self.cpu_ref_ms: list[float] = []   # judge-measured wall time of reference forwards (CPU path)
+        self.cpu_cand_ms: list[float] = []  # judge-measured wall time of candidate forward ops (CPU path)
         self.constants: list[float] | None = None
         # The only names whose time counts as the candidate's Triton work: declared in its source, read here.
         self.kernel_names = static.triton_kernel_names(req.source)
@@ -95,6 +98,7 @@ class TrialChecks:
                                         next(it)) if isinstance(t, torch.Tensor) else t)
             mutated = compare.inputs_changed(to_device(list(inputs), "cpu"), after)
         if not self.cuda:
+            self.cpu_cand_ms.append(float(reply.get("judge_wall_s") or 0.0) * 1000.0)
             self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
             self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
             self.cpu_forwards += 1
@@ -127,7 +131,10 @@ class TrialChecks:
         memory with the returned inputs, so nothing the candidate does to its inputs can reach the expected
         outputs."""
         before = compare.fingerprint(inputs)
+        t0 = time.perf_counter()
         refs = harness.forward(self.task.model, inputs, train=train, grad=grad)
+        if not self.cuda:
+            self.cpu_ref_ms.append((time.perf_counter() - t0) * 1000.0)
         if compare.fingerprint(inputs) != before:
             inputs = harness.make_inputs(self.task.module, seed, self.device)
             if wide:
@@ -458,6 +465,9 @@ class TrialChecks:
         if self.cpu_wall_s <= 0:
             return
         self.cpu_launch_s = sum(s for name, s in self.cpu_rows.items() if name in self.kernel_names)
+        if self.cpu_ref_ms and self.cpu_cand_ms:  # CPU figures, by the judge's clock: not GPU speedups
+            self.res.cpu_times = {"reference_ms": round(statistics.median(self.cpu_ref_ms), 3),
+                                  "candidate_ms": round(statistics.median(self.cpu_cand_ms), 3)}
         self.res.coverage = min(1.0, self.cpu_launch_s / self.cpu_wall_s)
         total, n = self.cpu_wall_s, max(1, self.cpu_forwards)
         self.res.kernels = [{"name": str(name)[:120], "ms": round(s * 1000 / n, 3), "share": round(s / total, 4),

@@ -125,6 +125,9 @@ class EvalResult:
     peak_memory_mb: float | None = None   # the candidate process's peak device allocation (its outputs, scratch)
     evaluator_peak_memory_mb: float | None = None  # the judge's peak: inputs, references, receive buffers
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load/compile/correctness/timing/profile/total
+    # CPU path only: median wall time of a reference forward and of a candidate forward op (input transfer
+    # included), both by the judge's clock; interpreter figures, never comparable with GPU times
+    cpu_times: dict[str, float] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     protocol: dict[str, Any] = field(default_factory=dict)  # the options that define the numbers
     request_id: str = ""
