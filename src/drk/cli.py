@@ -556,28 +556,60 @@ def gym_serve(
     eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
     timeout: float = typer.Option(300.0, "--timeout", help="Default seconds per evaluation."),
     input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
+    allow: Optional[str] = typer.Option(None, "--allow", help="Client addresses admitted without a token: "
+                                        "CIDR[,CIDR...]. A non-loopback --host needs this and/or --token-env."),
+    token_env: Optional[str] = typer.Option(None, "--token-env", help="Name of the environment variable holding "
+                                            "the bearer token clients must send (drk clients: DRK_GYM_TOKEN)."),
+    max_timeout: float = typer.Option(900.0, "--max-timeout", help="Most seconds a request may ask for."),
+    max_trials: int = typer.Option(20, "--max-trials", help="Most correctness trials a request may ask for."),
+    max_timing_trials: int = typer.Option(1000, "--max-timing-trials", help="Most timed calls a request may ask for."),
+    max_input_mb: Optional[float] = typer.Option(None, "--max-input-mb", help="Cap on a request's input budget."),
+    max_source_kb: int = typer.Option(200, "--max-source-kb", help="Largest reference or candidate source."),
+    max_body_mb: float = typer.Option(4.0, "--max-body-mb", help="Largest request body (413 above)."),
+    max_inflight_per_client: int = typer.Option(256, "--max-inflight-per-client", help="429 above."),
+    max_queue: int = typer.Option(4096, "--max-queue", help="Unfinished jobs in all (503 above)."),
 ) -> None:
     """Serve the evaluator over HTTP (FastAPI + uvicorn; pip install 'drk\\[serve]').
 
     Endpoints: POST /v1/submit, GET /v1/status/ID, GET /v1/result/ID, POST /v1/batch, GET /health,
-    GET /metrics, and KernelGYM's POST /evaluate, GET /status/ID, GET /results/ID.
+    GET /metrics, and KernelGYM's POST /evaluate, POST /evaluate/batch, GET /status/ID, GET /results/ID.
 
     \b
     Examples:
       drk gym serve --port 10907 --device cuda
       drk gym serve --device cpu --workers 2 --eval-cache runs/cache.sqlite
+      drk gym serve --host 0.0.0.0 --allow 10.0.0.0/8 --token-env DRK_GYM_TOKEN   (reachable from other nodes)
       drk rl -c recipes/rl.yaml --gym http://evalhost:10907 ...      (a remote evaluator)
     """
+    import os
+
+    from drk.gym.access import AccessPolicy, bind_problem, parse_allow
+    from drk.gym.limits import Limits
+
     try:
         from drk.gym.server import serve
     except ImportError:
         raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
-    defaults = eval_options(device, timeout, input_budget_mb)
+    try:
+        nets = parse_allow(allow)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    token = os.environ.get(token_env) if token_env else None
+    if token_env and not token:
+        raise UserError(f"--token-env {token_env}: that environment variable is not set or empty")
+    problem = bind_problem(host, nets, token)
+    if problem:  # before any worker starts: nothing is exposed
+        raise UserError(problem)
+    limits = Limits(max_timeout_s=max_timeout, max_trials=max_trials, max_timing_trials=max_timing_trials,
+                    max_input_mb=max_input_mb, max_source_chars=max_source_kb * 1024,
+                    max_body_bytes=int(max_body_mb * 2**20), max_inflight_per_client=max_inflight_per_client,
+                    max_queue=max_queue)
+    defaults = eval_options(device, min(timeout, max_timeout), input_budget_mb)
     with open_gym(backend, device, workers, eval_cache) as gym:
         defaults.device = gym.device
         typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",
                    err=True)
-        serve(gym, host, port, defaults)
+        serve(gym, host, port, defaults, limits, AccessPolicy(nets, token))
 
 
 def main() -> None:  # pragma: no cover

@@ -9,6 +9,7 @@ Optionally wrapped by the SQLite evaluation cache (`drk.gym.cache.CachedGym`).
 """
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -20,8 +21,12 @@ class GymUnavailable(RuntimeError):
     """The requested evaluator backend cannot be reached or started (shown to the user as one line)."""
 
 
+TOKEN_ENV = "DRK_GYM_TOKEN"  # the bearer token for a service started with --token-env
+
+
 class HttpGym(SubmitBackend):
-    """Client of `drk gym serve`: submit, then poll for results; every wait has a deadline."""
+    """Client of `drk gym serve`: submit, then poll for results; every wait has a deadline. Sends the
+    bearer token from $DRK_GYM_TOKEN when set; 429 and 503 mean "retry later", like 5xx."""
 
     def __init__(self, url: str, slack_s: float = 600.0, poll_s: float = 0.1, max_waiting: int = 128) -> None:
         import httpx
@@ -30,13 +35,18 @@ class HttpGym(SubmitBackend):
         self.slack_s, self.poll_s = slack_s, poll_s
         # a bounded set of waiting threads (not one per request); the service queues the rest anyway
         self._threads = ThreadPoolExecutor(max_workers=max_waiting, thread_name_prefix="drk-http-gym")
-        self.client = httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0))
+        token = os.environ.get(TOKEN_ENV)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0), headers=headers)
         try:
             h = self.client.get(f"{self.url}/health")
             h.raise_for_status()
         except Exception as e:
             raise GymUnavailable(f"no drk gym service at {self.url} ({type(e).__name__})") from None
         health = h.json()
+        if health.get("authorized") is False:  # /health is open; everything else would answer 401/403
+            raise GymUnavailable(f"the drk gym service at {self.url} does not admit this client: set "
+                                 f"{TOKEN_ENV} to its token, or ask for this address to be on its --allow list")
         self.device, self.workers = health.get("device", ""), health.get("workers")
         self._environments = set(health.get("environments") or [])
 
@@ -48,22 +58,24 @@ class HttpGym(SubmitBackend):
         self._threads.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 
-    def _post(self, path: str, body: dict) -> dict:
-        delay = 0.5
-        for attempt in range(6):
+    def _post(self, path: str, body: dict, patience_s: float) -> dict:
+        """POST, retrying connection errors, 5xx, 429 and 503 (the service is busy or restarting) with
+        backoff for up to `patience_s`; any other 4xx is the request's own fault and raises at once."""
+        delay, deadline = 0.5, time.monotonic() + patience_s
+        while True:
             try:
                 r = self.client.post(f"{self.url}{path}", json=body)
             except Exception:
-                if attempt == 5:
+                if time.monotonic() + delay > deadline:
                     raise
             else:
-                if r.status_code < 500:
-                    r.raise_for_status()  # a 4xx is the request's own fault: retrying cannot change it
+                if r.status_code < 500 and r.status_code != 429:
+                    r.raise_for_status()
                     return r.json()
-            if attempt < 5:
-                time.sleep(delay)
-                delay = min(8.0, delay * 2)
-        raise GymUnavailable(f"{self.url}{path} keeps failing")
+                if time.monotonic() + delay > deadline:
+                    raise GymUnavailable(f"{self.url}{path} keeps answering {r.status_code}")
+            time.sleep(delay)
+            delay = min(8.0, delay * 2)
 
     def _wait(self, job_id: str, req: T.EvalRequest) -> T.EvalResult:
         deadline = time.monotonic() + req.options.timeout_s + self.slack_s
@@ -82,10 +94,10 @@ class HttpGym(SubmitBackend):
 
     def _run(self, req: T.EvalRequest) -> T.EvalResult:
         try:
-            job = self._post("/v1/submit", {"request": req.to_dict()})["job_id"]
+            job = self._post("/v1/submit", {"request": req.to_dict()}, self.slack_s)["job_id"]
             return self._wait(job, req)
-        except Exception as e:
-            return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+        except Exception as e:  # the service failed or refused: not the candidate's doing
+            return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.INFRA_ERROR,
                                 request_id=req.request_id, error=f"evaluator service error: {e}"[:300])
 
     def submit(self, req: T.EvalRequest) -> Future:
