@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # about 4 minutes on 2 shared cores
+
 from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
 from drk.tasks import task_from_file
@@ -68,7 +70,7 @@ PAIRS = [p for p in CPU_ATTACKS if "then" in HEADERS[p.name]]
 NEIGHBOUR = [p for p in PAIRS if HEADERS[p.name]["property"] == "verdict_not_neighbours"]
 
 
-def test_id(p: Path) -> str:
+def attack_id(p: Path) -> str:
     return f"{HEADERS[p.name]['property']}-{p.stem}"
 
 
@@ -258,6 +260,13 @@ def attack_run(tmp_path_factory):
             os.environ[SECRET_NAME] = old
     out["seconds"] = time.monotonic() - t0
     out["sensitive"] = host_sensitive_lines()
+    if os.environ.get("DRK_ATTACK_REPORT"):  # a JSON summary for the red-team report
+        Path(os.environ["DRK_ATTACK_REPORT"]).write_text(json.dumps({
+            name: {"verdict": r.verdict, "coverage": r.coverage, "flags": r.flags, "error": r.error[:300],
+                   "markers": out["markers"].get(name), "survivors": out["survivors"].get(name),
+                   "net": len(out["net"].get(name, [])),
+                   "pair": [(x.verdict, x.max_abs_diff, x.error[:200]) for x in out["pairs"].get(name, ())]}
+            for name, r in out["results"].items()}, indent=1, default=str))
     return out
 
 
@@ -292,7 +301,7 @@ def same_result(a, b) -> bool:
     return a.max_abs_diff is None or abs(a.max_abs_diff - b.max_abs_diff) <= 1e-6
 
 
-@pytest.mark.parametrize("path", CPU_ATTACKS, ids=[test_id(p) for p in CPU_ATTACKS])
+@pytest.mark.parametrize("path", CPU_ATTACKS, ids=[attack_id(p) for p in CPU_ATTACKS])
 def test_attack(attack_run, path: Path):
     h = HEADERS[path.name]
     r = attack_run["results"][path.name]

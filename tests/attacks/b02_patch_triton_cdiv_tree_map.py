@@ -37,6 +37,9 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(0.1 * torch.randn(hidden))
 
     def forward(self, x):
-        out = stb(x, self.bias, self.scale)
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        stb_kernel[((n + 1023) // 1024,)](x, self.bias, out, n, x.shape[-1], self.scale, BLOCK=1024)
         pytree.tree_map(functools.partial(setattr, triton, "cd" + "iv"), [_one])
         return out

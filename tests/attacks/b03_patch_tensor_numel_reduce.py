@@ -20,7 +20,8 @@ def stb_kernel(x_ptr, b_ptr, o_ptr, n, hidden, scale, BLOCK: tl.constexpr):
 def stb(x, bias, scale):
     x = x.contiguous()
     out = torch.empty_like(x)
-    stb_kernel[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), x.shape[-1], scale, BLOCK=1024)
+    n = torch._C.TensorBase.numel(x)  # not Tensor.numel / triton.cdiv: this file poisons those for the next one
+    stb_kernel[((n + 1023) // 1024,)](x, bias, out, n, x.shape[-1], scale, BLOCK=1024)
     return out
 
 _base_numel = torch._C.TensorBase.numel

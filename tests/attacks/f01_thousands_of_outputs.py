@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=bounded_judge expect=incorrect|runtime_error|forbidden device=any
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=bounded_judge expect=incorrect|runtime_error|forbidden|crashed device=any
 """Returns a tuple of 5000 outputs (the same correct tensor repeated) instead of one."""
 import torch
 import torch.nn as nn
