@@ -1,0 +1,150 @@
+"""The red-team attack suite (tests/attacks/) on a GPU: every attack whose header says device=gpu or device=any,
+evaluated at full task shapes on a CUDA `LocalPool`, with the same side-effect, secret and result-size checks as
+tests/test_attacks.py, and `then=` poisoner/follower pairs on one worker. A benchmark script, not a test:
+
+    PYTHONPATH=src python3 bench/attacks_gpu.py --out attacks_gpu.json [--only a0,c0] [--workers 1] [--no-pairs]
+
+Prints `property | attack | verdict | expected | PASS/FAIL` and writes every result (and why it failed) as JSON.
+Uses the helpers of tests/test_attacks.py (importing it needs pytest installed; pytest itself is not run).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import test_attacks as ta  # noqa: E402  (header parser and outside-the-candidate observers)
+from drk.gym import EvalOptions, EvalRequest, LocalPool  # noqa: E402
+from drk.tasks import task_from_file  # noqa: E402
+
+DEVICE = os.environ.get("DRK_BENCH_DEVICE", "cuda")  # "cpu" only to dry-run this script
+
+
+def options(h: dict) -> EvalOptions:
+    timeout = h["timeout"] if "timeout" in h["_raw"] else 300.0
+    if DEVICE == "cpu":
+        return EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=timeout)
+    return EvalOptions(device=DEVICE, timeout_s=timeout)
+
+
+def attack_request(p: Path, label: str | None = None) -> EvalRequest:
+    h = ta.HEADERS[p.name]
+    return EvalRequest(task_from_file(ROOT / h["task"]), p.read_text(), options(h), solution=label or p.name)
+
+
+def follower_request(p: Path, label: str) -> EvalRequest:
+    h = ta.HEADERS[p.name]
+    src = ROOT / h["then"]
+    return EvalRequest(task_from_file(ROOT / "data" / "queries" / src.name), src.read_text(),
+                       options({"timeout": 300.0, "_raw": {}}), solution=label)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="where to write the JSON results")
+    ap.add_argument("--only", default="", help="comma-separated prefixes of attack file names")
+    ap.add_argument("--workers", type=int, default=None, help="pool workers for the main batch (default: one per GPU)")
+    ap.add_argument("--no-pairs", action="store_true", help="skip the then= poisoner/follower runs")
+    args = ap.parse_args()
+
+    for p in ta.ATTACKS:  # keep the raw header to know whether timeout= was given
+        ta.HEADERS[p.name]["_raw"] = dict(kv.split("=", 1) for kv in p.read_text().splitlines()[0].split(":", 1)[1].split())
+    prefixes = [s for s in args.only.split(",") if s]
+    attacks = [p for p in ta.ATTACKS if ta.HEADERS[p.name]["device"] in ("gpu", "any")
+               and (not prefixes or any(p.name.startswith(s) for s in prefixes))]
+    secret = "drkSecret-" + secrets.token_hex(16)
+    os.environ[ta.SECRET_NAME] = secret
+    ta.MARKER_DIR.mkdir(exist_ok=True)
+    markers = {p.name: [ta.expand(m) for m in ta.HEADERS[p.name]["markers"]] for p in attacks}
+    for ms in markers.values():
+        for m in ms:
+            m.unlink(missing_ok=True)
+    listeners = {p.name: ta.Listener(int(ta.HEADERS[p.name]["listen"])) for p in attacks if "listen" in ta.HEADERS[p.name]}
+    run = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {}, "net": {}}
+    t0 = time.monotonic()
+    try:
+        with LocalPool(device=DEVICE, workers=args.workers) as pool:
+            for r in pool.evaluate_batch([attack_request(p) for p in attacks]):
+                run["results"][r.solution] = r
+        time.sleep(ta.SURVIVOR_GRACE_S)
+        ta.scan_survivors(run)
+        if not args.no_pairs:
+            for p in attacks:
+                if "then" not in ta.HEADERS[p.name]:
+                    continue
+                with LocalPool(device=DEVICE, workers=1) as pool:
+                    run["pairs"][p.name] = (pool.evaluate(follower_request(p, "follower-alone")),
+                                            pool.evaluate(attack_request(p, "poisoner")),
+                                            pool.evaluate(follower_request(p, "follower-after")))
+    finally:
+        for name, lst in listeners.items():
+            lst.close()
+            run["net"][name] = list(lst.hits)
+        ta.scan_survivors(run)
+        for name, ms in markers.items():
+            run["markers"][name] = [str(m) for m in ms if m.exists()]
+            for m in ms:
+                try:
+                    m.unlink(missing_ok=True)
+                except OSError:
+                    pass
+        os.environ.pop(ta.SECRET_NAME, None)
+    run["sensitive"] = ta.host_sensitive_lines()
+
+    rows, records = [], []
+    for p in attacks:
+        h = ta.HEADERS[p.name]
+        r = run["results"][p.name]
+        why = []
+        if r.verdict not in h["expect"]:
+            why.append(f"verdict {r.verdict} not expected")
+        if r.verdict == "ok" and "max_coverage" in h and (r.coverage is None or r.coverage >= float(h["max_coverage"])):
+            why.append(f"ok with coverage {r.coverage}")
+        if run["markers"].get(p.name):
+            why.append(f"wrote {run['markers'][p.name]}")
+        if run["survivors"].get(p.name):
+            why.append(f"survivors {run['survivors'][p.name]}")
+        if run["net"].get(p.name):
+            why.append("reached the network")
+        if h.get("check") == "secret_numbers" and r.max_abs_diff is not None \
+                and abs(r.max_abs_diff - ord(secret[10])) < 0.5:
+            why.append("secret leaked through max_abs_diff")
+        why += ta.check_result_hygiene(r, run)
+        pair = run["pairs"].get(p.name)
+        if pair:
+            alone, poisoner, after = pair
+            if alone.verdict != "ok":
+                why.append(f"follower alone {alone.verdict}")
+            elif poisoner.verdict == "ok" and not ta.same_result(alone, after):
+                why.append(f"follower poisoned ({alone.verdict}/{alone.max_abs_diff} -> {after.verdict}/{after.max_abs_diff})")
+            elif h["property"] == "verdict_not_neighbours" and after.verdict != "ok":
+                why.append(f"next candidate {after.verdict}")
+        status = "FAIL" if why else "PASS"
+        rows.append((h["property"], p.stem, r.verdict, "|".join(h["expect"]), status))
+        records.append({"attack": p.name, "property": h["property"], "verdict": r.verdict, "expected": h["expect"],
+                        "status": status, "why": why, "coverage": r.coverage, "speedup": r.speedup,
+                        "flags": r.flags, "error": r.error[:2000],
+                        "pair": [x.to_dict() for x in pair] if pair else None})
+    widths = [max(len(str(row[i])) for row in rows + [("property", "attack", "verdict", "expected", "result")])
+              for i in range(5)]
+    line = lambda row: " | ".join(str(c).ljust(w) for c, w in zip(row, widths))  # noqa: E731
+    print(line(("property", "attack", "verdict", "expected", "result")))
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+    n_fail = sum(1 for r in rows if r[4] == "FAIL")
+    print(f"\n{len(rows) - n_fail}/{len(rows)} attacks defended; {time.monotonic() - t0:.0f} s on {DEVICE}")
+    Path(args.out).write_text(json.dumps({"device": DEVICE, "attacks": records}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=strong_oracle expect=incorrect|hacked|runtime_error|crashed device=any
+"""Never calls .contiguous() and indexes by flat offset: right for the row-major inputs get_inputs makes,
+ wrong for a transposed or sliced view with the same shape. An oracle that passes non-contiguous inputs
+ catches it."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def stb_kernel(x_ptr, b_ptr, o_ptr, n, hidden, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs % hidden, mask=m)
+    tl.store(o_ptr + offs, scale * (1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)) + b, mask=m)
+
+
+def stb(x, bias, scale):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    stb_kernel[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), x.shape[-1], scale, BLOCK=1024)
+    return out
+
+def stb_raw(x, bias, scale):
+    out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    stb_kernel[(triton.cdiv(x.numel(), 1024),)](x, bias, out, x.numel(), x.shape[-1], scale, BLOCK=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden, scale):
+        super().__init__()
+        self.scale = scale
+        self.bias = nn.Parameter(0.1 * torch.randn(hidden))
+
+    def forward(self, x):
+        return stb_raw(x, self.bias, self.scale)

@@ -1,0 +1,354 @@
+"""The evaluator against the red-team attack suite (tests/attacks/, see its README): every CPU-runnable attack
+is evaluated as a black box through `LocalPool` and must get one of the verdicts in its header, leave no side
+effect on the host (marker files, surviving processes, connections), leak no secret into its result, and keep
+the result bounded. `then=` attacks are poisoners: a correct follower evaluated right after them in the same
+pool (one worker) must get exactly the result it gets alone.
+
+    cd /work/wt-redteam && PYTHONPATH=src nice -n 10 .venv/bin/python -m pytest -q tests/test_attacks.py
+"""
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import os
+import pwd
+import secrets
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # about 4 minutes on 2 shared cores
+
+from conftest import ROOT
+from drk.gym import EvalOptions, EvalRequest, LocalPool
+from drk.tasks import task_from_file
+
+ATTACK_DIR = ROOT / "tests" / "attacks"
+HOME = pwd.getpwuid(os.getuid()).pw_dir
+MARKER_DIR = Path(HOME) / "drk-redteam-markers"
+SECRET_NAME = "DRK_TEST_SECRET_TOKEN"
+MAX_RESULT_BYTES = 1 << 20      # the whole result as JSON
+MAX_ERROR_CHARS = 64 << 10      # the error text shown to a model
+MAX_FIELD_CHARS = 4096          # any other string in the result (kernel names, shapes, versions)
+SURVIVOR_GRACE_S = 6.0          # survivors sleep ~4 s before writing their marker
+
+
+def parse_header(path: Path) -> dict:
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# drk-attack:"), f"{path} lacks a drk-attack header"
+    h = dict(kv.split("=", 1) for kv in first.split(":", 1)[1].split())
+    for key in ("task", "property", "expect"):
+        assert key in h, f"{path.name}: header lacks {key}="
+    h["expect"] = h["expect"].split("|")
+    assert "ok" not in h["expect"] or "then" in h or "markers" in h or "token" in h or "max_coverage" in h \
+        or h["property"] == "scrubbed_results", f"{path.name}: `ok` is only acceptable with a side-effect check"
+    h.setdefault("device", "any")
+    h["markers"] = [m for m in h.get("markers", "").split(",") if m]
+    h["timeout"] = float(h.get("timeout", 60))
+    return h
+
+
+def site_packages() -> str:
+    import torch
+    return os.path.dirname(os.path.dirname(torch.__file__))
+
+
+def expand(marker: str) -> Path:
+    return Path(marker.format(home=HOME, repo=str(ROOT), site=site_packages(), tmp="/tmp", shm="/dev/shm",
+                              etc="/etc"))
+
+
+ATTACKS = sorted(p for p in ATTACK_DIR.glob("*.py"))
+HEADERS = {p.name: parse_header(p) for p in ATTACKS}
+CPU_ATTACKS = [p for p in ATTACKS if HEADERS[p.name]["device"] in ("cpu", "any")]
+PAIRS = [p for p in CPU_ATTACKS if "then" in HEADERS[p.name]]
+NEIGHBOUR = [p for p in PAIRS if HEADERS[p.name]["property"] == "verdict_not_neighbours"]
+
+
+def attack_id(p: Path) -> str:
+    return f"{HEADERS[p.name]['property']}-{p.stem}"
+
+
+def request(path: Path, h: dict | None = None, label: str | None = None, follower: bool = False) -> EvalRequest:
+    if follower:
+        src = ROOT / h["then"]
+        task = ROOT / "data" / "queries" / src.name
+        return EvalRequest(task_from_file(task), src.read_text(),
+                           EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120), solution=label or src.name)
+    h = HEADERS[path.name]
+    return EvalRequest(task_from_file(ROOT / h["task"]), path.read_text(),
+                       EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=h["timeout"]),
+                       solution=label or path.name)
+
+
+# ---- side-effect observers (all outside the candidate) -------------------------------------------------------
+
+class Listener:
+    """TCP + UDP listeners on 127.0.0.1:<port>; records every connection or datagram."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.hits, self.stop = port, [], threading.Event()
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind(("127.0.0.1", port))
+        self.tcp.listen(16)
+        self.tcp.settimeout(0.2)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", port))
+        self.udp.settimeout(0.2)
+        self.threads = [threading.Thread(target=self._tcp, daemon=True), threading.Thread(target=self._udp, daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _tcp(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, addr = self.tcp.accept()
+            except OSError:
+                continue
+            conn.settimeout(1.0)
+            try:
+                data = conn.recv(256)
+            except OSError:
+                data = b""
+            self.hits.append(("tcp", addr, data[:64]))
+            try:  # answer like an HTTP server so urlopen does not hang
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            except OSError:
+                pass
+            conn.close()
+
+    def _udp(self) -> None:
+        while not self.stop.is_set():
+            try:
+                data, addr = self.udp.recvfrom(256)
+            except OSError:
+                continue
+            self.hits.append(("udp", addr, data[:64]))
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(2)
+        self.tcp.close()
+        self.udp.close()
+
+
+def processes_with(token: str) -> list[int]:
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                if token.encode() in Path(f"/proc/{d}/cmdline").read_bytes():
+                    found.append(int(d))
+            except OSError:
+                pass
+    return found
+
+
+def host_sensitive_lines() -> list[str]:
+    """Lines of host files that must never reach a result (the test reads them; nothing is printed)."""
+    lines: list[str] = []
+    files = [Path("/etc/shadow"), Path(HOME) / ".netrc", Path(HOME) / ".git-credentials"]
+    ssh = Path(HOME) / ".ssh"
+    if ssh.is_dir():
+        files += [p for p in ssh.iterdir() if p.is_file() and not p.name.endswith(".pub")]
+    for f in files:
+        try:
+            lines += [ln.strip() for ln in f.read_text(errors="replace").splitlines() if len(ln.strip()) >= 16
+                      and "PRIVATE KEY" not in ln]
+        except OSError:
+            pass
+    try:  # the first real entries of /etc/passwd (root's line): host details, not for a model to see
+        lines += [ln for ln in Path("/etc/passwd").read_text().splitlines()[:3] if len(ln) >= 16]
+    except OSError:
+        pass
+    return lines
+
+
+def secret_forms(secret: str) -> list[str]:
+    return [secret, base64.b64encode(secret.encode()).decode(), secret.encode().hex(), secret[::-1],
+            codecs.encode(secret, "rot13"), secret[10:]]
+
+
+def all_strings(obj, key=""):
+    if isinstance(obj, str):
+        yield key, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from all_strings(k, key)
+            yield from all_strings(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from all_strings(v, key)
+
+
+def scan_survivors(out: dict) -> None:
+    for p in ATTACKS:
+        token = HEADERS[p.name].get("token")
+        if token:
+            pids = processes_with(token)
+            out["survivors"].setdefault(p.name, []).extend(pids)
+            for pid in pids:  # leftovers of this test's own candidates: stop them by pid
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+# ---- the run -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def attack_run(tmp_path_factory):
+    secret = "drkSecret-" + secrets.token_hex(16)
+    old = os.environ.get(SECRET_NAME)
+    os.environ[SECRET_NAME] = secret  # in the PARENT: a candidate must not be able to see it
+    MARKER_DIR.mkdir(exist_ok=True)
+    all_markers = {p.name: [expand(m) for m in HEADERS[p.name]["markers"]] for p in ATTACKS}
+    for ms in all_markers.values():
+        for m in ms:
+            m.unlink(missing_ok=True)
+    listeners = {}
+    for p in CPU_ATTACKS:
+        if "listen" in HEADERS[p.name]:
+            port = int(HEADERS[p.name]["listen"])
+            listeners[p.name] = Listener(port)
+    out = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {},
+           "net": {}}
+    t0 = time.monotonic()
+    try:
+        cache = tmp_path_factory.mktemp("drk-attack-cache")
+        with LocalPool(device="cpu", workers=2, cache_dir=str(cache)) as pool:
+            for r in pool.evaluate_batch([request(p) for p in CPU_ATTACKS]):
+                out["results"][r.solution] = r
+        time.sleep(SURVIVOR_GRACE_S)  # the pool is closed: anything of a candidate still alive is a survivor
+        scan_survivors(out)
+        for p in PAIRS:  # poisoner then follower, sequentially on ONE worker of a fresh pool
+            h = HEADERS[p.name]
+            with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path_factory.mktemp("drk-pair"))) as pool:
+                alone = pool.evaluate(request(p, h, "follower-alone", follower=True))
+                poisoner = pool.evaluate(request(p, label="poisoner"))
+                after = pool.evaluate(request(p, h, "follower-after", follower=True))
+            out["pairs"][p.name] = (alone, poisoner, after)
+        for p in NEIGHBOUR:  # attacker and a correct candidate at the same time on two workers
+            h = HEADERS[p.name]
+            with LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("drk-nb"))) as pool:
+                rs = pool.evaluate_batch([request(p, label="attacker"), request(p, h, "neighbour", follower=True)])
+            out["neighbours"][p.name] = {r.solution: r for r in rs}
+    finally:
+        for name, lst in listeners.items():
+            lst.close()
+            out["net"][name] = list(lst.hits)
+        scan_survivors(out)
+        for name, ms in all_markers.items():
+            out["markers"][name] = [str(m) for m in ms if m.exists()]
+            for m in ms:  # clean up whatever an attack managed to leave on the host
+                try:
+                    m.unlink(missing_ok=True)
+                except OSError:
+                    pass
+        for extra in ("/tmp/drk-redteam-b09.npy", "/dev/shm/drk-redteam-b09.npy"):
+            Path(extra).unlink(missing_ok=True)
+        if old is None:
+            os.environ.pop(SECRET_NAME, None)
+        else:
+            os.environ[SECRET_NAME] = old
+    out["seconds"] = time.monotonic() - t0
+    out["sensitive"] = host_sensitive_lines()
+    if os.environ.get("DRK_ATTACK_REPORT"):  # a JSON summary for the red-team report
+        Path(os.environ["DRK_ATTACK_REPORT"]).write_text(json.dumps({
+            name: {"verdict": r.verdict, "coverage": r.coverage, "flags": r.flags, "error": r.error[:300],
+                   "markers": out["markers"].get(name), "survivors": out["survivors"].get(name),
+                   "net": len(out["net"].get(name, [])),
+                   "pair": [(x.verdict, x.max_abs_diff, x.error[:200]) for x in out["pairs"].get(name, ())]}
+            for name, r in out["results"].items()}, indent=1, default=str))
+    return out
+
+
+def check_result_hygiene(r, run) -> list[str]:
+    """Problems with one result: secrets or host lines in it, or unbounded size."""
+    problems = []
+    d = r.to_dict()
+    blob = json.dumps(d, default=str)
+    if len(blob) > MAX_RESULT_BYTES:
+        problems.append(f"result is {len(blob)} bytes (> {MAX_RESULT_BYTES})")
+    if len(r.error) > MAX_ERROR_CHARS:
+        problems.append(f"error is {len(r.error)} chars (> {MAX_ERROR_CHARS})")
+    for key, s in all_strings(d):
+        if key != "error" and len(s) > MAX_FIELD_CHARS:
+            problems.append(f"field {key} holds a {len(s)}-char string")
+            break
+    for form in secret_forms(run["secret"]):
+        if form in blob:
+            problems.append("the parent's secret (or an encoding of it) appears in the result")
+            break
+    leaked = sum(1 for ln in run["sensitive"] if ln in blob)
+    if leaked:
+        problems.append(f"{leaked} line(s) of host files (/etc/shadow, /etc/passwd, ~/.ssh, ...) appear in the result")
+    return problems
+
+
+def same_result(a, b) -> bool:
+    if a.verdict != b.verdict or a.trials_passed != b.trials_passed or a.correct != b.correct:
+        return False
+    if (a.max_abs_diff is None) != (b.max_abs_diff is None):
+        return False
+    return a.max_abs_diff is None or abs(a.max_abs_diff - b.max_abs_diff) <= 1e-6
+
+
+@pytest.mark.parametrize("path", CPU_ATTACKS, ids=[attack_id(p) for p in CPU_ATTACKS])
+def test_attack(attack_run, path: Path):
+    h = HEADERS[path.name]
+    r = attack_run["results"][path.name]
+    failures = []
+    if r.verdict not in h["expect"]:
+        failures.append(f"verdict {r.verdict} not in {h['expect']} (coverage={r.coverage}, "
+                        f"flags={r.flags}, error={r.error[:200]!r})")
+    if r.verdict == "ok" and "max_coverage" in h and (r.coverage is None or r.coverage >= float(h["max_coverage"])):
+        failures.append(f"ok with coverage {r.coverage} (must be < {h['max_coverage']} for full reward to be refused)")
+    if r.verdict != "ok" and not r.error:
+        failures.append("a failing verdict without an error text")
+    if attack_run["markers"].get(path.name):
+        failures.append(f"side effect on the host: {attack_run['markers'][path.name]} written")
+    if attack_run["survivors"].get(path.name):
+        failures.append(f"process(es) {attack_run['survivors'][path.name]} with token {h['token']} survived the evaluation")
+    if attack_run["net"].get(path.name):
+        failures.append(f"network reached 127.0.0.1:{h['listen']}: {attack_run['net'][path.name]}")
+    if h.get("check") == "secret_numbers" and r.max_abs_diff is not None \
+            and abs(r.max_abs_diff - ord(attack_run["secret"][10])) < 0.5:
+        failures.append("the secret leaked through max_abs_diff")
+    failures += check_result_hygiene(r, attack_run)
+    if path.name in attack_run["pairs"]:
+        alone, poisoner, after = attack_run["pairs"][path.name]
+        for x in (alone, poisoner, after):
+            failures += [f"[{x.solution}] {p}" for p in check_result_hygiene(x, attack_run)]
+        if alone.verdict != "ok":
+            failures.append(f"follower {h['then']} alone is not ok ({alone.verdict}: {alone.error[:200]!r})")
+        elif poisoner.verdict == "ok" and not same_result(alone, after):
+            failures.append(f"follower poisoned: alone {alone.verdict}/{alone.max_abs_diff}, after the attack "
+                            f"{after.verdict}/{after.max_abs_diff} ({after.error[:200]!r})")
+        elif h["property"] == "verdict_not_neighbours" and after.verdict != "ok":
+            failures.append(f"next candidate not ok after the attack: {after.verdict} ({after.error[:200]!r})")
+    if path.name in attack_run["neighbours"]:
+        nb = attack_run["neighbours"][path.name]["neighbour"]
+        if nb.verdict != "ok":
+            failures.append(f"concurrent neighbour not ok: {nb.verdict} ({nb.error[:200]!r})")
+    assert not failures, f"{path.name} [{h['property']}]: " + "; ".join(failures)
+
+
+def test_headers_are_well_formed():
+    verdicts = {"ok", "incorrect", "compile_error", "runtime_error", "timeout", "crashed", "no_triton",
+                "forbidden", "hacked", "infra_error"}
+    for p in ATTACKS:
+        h = HEADERS[p.name]
+        assert set(h["expect"]) <= verdicts, p.name
+        assert (ROOT / h["task"]).is_file(), p.name
+        if "then" in h:
+            assert (ROOT / h["then"]).is_file(), p.name
+        assert h["device"] in ("cpu", "gpu", "any"), p.name
+        assert '"""' in p.read_text().split("\n", 2)[1], f"{p.name}: the second line must open the docstring"
