@@ -13,7 +13,11 @@ venv: $(VENV)/.installed
 
 # torch first and alone: `pip install torch==2.13.0` resolves to the local CPU wheel on CPU machines and
 # to the default (CUDA) wheel elsewhere; everything after it must not move it.
+# Candidate code runs only inside bubblewrap (drk.gym.isolation): install it where this user can.
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \
+	  echo "note: bubblewrap (bwrap) is missing: install it, or the evaluator refuses to run candidate code"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
@@ -31,10 +35,12 @@ demo: venv
 	  --device $(DEVICE) --out $(OUT)
 
 # Before GPU measurement calls on the lent H200 (bench/gpu_session.sh): KernelBench problem files into the
-# git-ignored .dev/kb (carried with the call, never committed) and the wheels the GPU image lacks into .whl.
+# git-ignored .dev/kb (carried with the call, never committed), bubblewrap's .deb into .dev/deb and the wheels
+# the GPU image lacks into .whl.
 gpu-prep:
 	@test -n "$(KERNELBENCH)" || (echo "set KERNELBENCH=/path/to/KernelBench/problems" && exit 2)
-	mkdir -p .dev/kb && cp -r $(KERNELBENCH)/level1 $(KERNELBENCH)/level2 .dev/kb/
+	mkdir -p .dev/kb .dev/deb && cp -r $(KERNELBENCH)/level1 $(KERNELBENCH)/level2 .dev/kb/
+	cd .dev/deb && apt-get download bubblewrap  # the GPU image has no bwrap: unpacked there with dpkg -x
 	grep -qxF '/.dev/' .git/info/exclude || echo '/.dev/' >> .git/info/exclude
 	bash ../shared/device/wheels.sh
 

@@ -5,9 +5,8 @@
 Parts (each writes OUTDIR/<part>.json and prints a short table; a failing part does not stop the others):
 - fidelity: the same kernel evaluated 5 times in separate requests (runtime CV), and
   triton.testing.do_bench (median, its own L2 clearing) on the same kernel and inputs in this process.
-- overhead: per-evaluation wall time with warm workers vs a fresh runner process per evaluation.
-- overhead_small: the same at 16 MB of inputs per task (the evaluator's own cost, GPU work near zero).
-- throughput: evaluations per minute with 1 and 4 workers sharing the GPU, and the timing noise of each.
+- isolation: evaluations per minute with 4 workers, OS sandbox on and off, and the time per evaluation
+  beyond compile and the GPU checks.
 - corpus: the GPU corpus entries (tests/corpus, device gpu/any) at full task shapes.
 """
 from __future__ import annotations
@@ -27,13 +26,10 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 FIDELITY_ALL = ["19_ReLU", "23_Softmax", "36_RMSNorm_", "20_LeakyReLU"]
-OVERHEAD_ALL = ["19_ReLU", "20_LeakyReLU", "21_Sigmoid", "22_Tanh", "23_Softmax", "24_LogSoftmax", "25_Swish",
-                "26_GELU_", "28_HardSigmoid", "29_Softplus"]
-FRESH_N = 6  # a fresh process per evaluation is slow: measure it on the first FRESH_N tasks
 GPU_CORPUS_EXTRA = {"hack_token_launch_scratch", "hack_stale_memory", "hack_patch_event_alias", "ok_autotuned_heuristics"}
 
 N_DRY = 2 if DEVICE != "cuda" else None
-OVERHEAD, FIDELITY = OVERHEAD_ALL[:N_DRY], FIDELITY_ALL[:N_DRY]
+FIDELITY = FIDELITY_ALL[:N_DRY]
 
 
 def kb_task(kb: Path, stem: str, level: str = "level1"):
@@ -107,37 +103,6 @@ def part_fidelity(kb: Path, out: Path) -> dict:
     return {"rows": rows, "empty_launch": floor}
 
 
-def part_overhead_small(kb: Path, out: Path) -> dict:
-    """The same tasks scaled to 16 MB of inputs: GPU work shrinks to milliseconds, so total - compile is
-    what the evaluator itself costs per evaluation."""
-    return part_overhead(kb, out, input_budget_mb=16.0)
-
-
-def part_overhead(kb: Path, out: Path, input_budget_mb: float | None = None) -> dict:
-    from drk.gym import EvalOptions, EvalRequest, LocalPool
-
-    opts = EvalOptions(device=DEVICE, compile_baseline=False, input_budget_mb=input_budget_mb)
-    reqs = [EvalRequest(kb_task(kb, s), solution(s), opts, solution=s) for s in OVERHEAD]
-    result = {}
-    for mode, max_tasks, sub in (("warm", None, reqs), ("fresh_runner", 1, reqs[:FRESH_N])):
-        with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache"), runner_max_tasks=max_tasks) as pool:
-            pool.evaluate(reqs[0])  # start the judge (and, warm mode, the runner) outside the measurement
-            t0 = time.time()
-            res = pool.evaluate_batch(sub)
-            wall = time.time() - t0
-        result[mode] = {"wall_s": wall, "n": len(sub), "per_eval_s": wall / len(sub), "evals_per_min": 60 * len(sub) / wall,
-                        "verdicts": [r.verdict for r in res],
-                        "phases": [{"task": r.task, **{k: round(v, 3) for k, v in r.phase_seconds.items()}}
-                                   for r in res]}
-    result["throughput_ratio"] = result["warm"]["evals_per_min"] / result["fresh_runner"]["evals_per_min"]
-    warm = result["warm"]["phases"]
-    result["warm_median_s"] = {k: statistics.median(ph.get(k, 0.0) for ph in warm)
-                               for k in ("total", "compile", "correctness", "timing", "profile", "load", "reference")}
-    result["warm_median_s"]["total_minus_compile"] = statistics.median(ph["total"] - ph.get("compile", 0.0)
-                                                                       for ph in warm)
-    return result
-
-
 def part_corpus(kb: Path, out: Path) -> dict:
     from conftest import read_corpus_header
 
@@ -168,49 +133,38 @@ def part_corpus(kb: Path, out: Path) -> dict:
     return {"rows": rows, "passed": sum(r["pass"] for r in rows), "total": len(rows)}
 
 
-THROUGHPUT = [("level1", "1_Square_matrix_multiplication_"), ("level1", "88_MinGPTNewGelu"),
-              ("level2", "12_Gemm_Multiply_LeakyReLU"), ("level2", "29_Matmul_Mish_Mish"),
-              ("level2", "76_Gemm_Add_ReLU"), ("level2", "86_Matmul_Divide_GELU")]
+def _shipped(kb: Path) -> list[tuple[str, str]]:
+    return [(lvl, p.stem) for lvl in ("level1", "level2")
+            for p in sorted((ROOT / "data" / "solutions" / lvl).glob("*.py"))][:N_DRY or None]
 
 
-def part_throughput(kb: Path, out: Path) -> dict:
-    """Evaluations per minute with a fresh runner per evaluation, and with 1 and 4 warm workers sharing one
-    GPU, on the same candidates; and what sharing does to timing noise (the same kernel timed repeatedly
-    under each setting). Tasks with moderate memory so 4 fit at once."""
+def part_isolation(kb: Path, out: Path) -> dict:
+    """Evaluations per minute over the shipped level 1-2 solutions with 4 workers sharing one GPU, with the
+    OS sandbox on and off (the fork server and a fresh process per candidate in both), side by side in one
+    run; and per evaluation the time beyond compile and the GPU checks (reference, candidate process
+    start-up, load). Inputs capped at 512 MB a task so 4 evaluations fit the GPU at once."""
     from drk.gym import EvalOptions, EvalRequest, LocalPool
-    from drk.tasks import task_from_file
 
-    opts = EvalOptions(device=DEVICE, compile_baseline=False)
-    reqs = []
-    for rep in range(2):
-        for level, stem in THROUGHPUT[:N_DRY or None]:
-            src = solution(stem, level) + f"\n# copy {rep}\n"
-            reqs.append(EvalRequest(kb_task(kb, stem, level), src, opts, solution=f"{stem}#{rep}"))
-    noise_task = kb_task(kb, "12_Gemm_Multiply_LeakyReLU", "level2")
-    noise_src = solution("12_Gemm_Multiply_LeakyReLU", "level2")
+    opts = EvalOptions(device=DEVICE, compile_baseline=False, input_budget_mb=512)
+    pairs = _shipped(kb)
     result = {}
-    with LocalPool(device=DEVICE, workers=1, cache_dir=str(out / "cache"), runner_max_tasks=1) as pool:
-        pool.evaluate(reqs[0])  # the judge starts outside the measurement; each evaluation gets a fresh runner
-        sub = reqs[:FRESH_N]
-        t0 = time.time()
-        res = pool.evaluate_batch(sub)
-        wall = time.time() - t0
-    result["fresh_runner"] = {"evals": len(sub), "wall_s": wall, "evals_per_min": 60 * len(sub) / wall,
-                              "verdicts": [r.verdict for r in res]}
-    for workers in (1, 4):
-        with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache")) as pool:
-            pool.evaluate_batch(reqs[:workers])  # start every slot outside the measurement
+    for mode, unsafe in (("sandbox_on", False), ("sandbox_off", True)):
+        reqs = [EvalRequest(kb_task(kb, stem, lvl), solution(stem, lvl) + f"\n# {mode}\n", opts, solution=stem)
+                for lvl, stem in pairs]
+        with LocalPool(device=DEVICE, workers=4, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
+            pool.evaluate_batch(reqs[:4])  # every slot's judge and fork server start outside the measurement
             t0 = time.time()
             res = pool.evaluate_batch(reqs)
             wall = time.time() - t0
-            noise = pool.evaluate_batch([EvalRequest(noise_task, noise_src + f"\n# n{i}\n", opts)
-                                         for i in range(8)])
-        ms = [r.runtime_ms for r in noise if r.runtime_ms]
-        result[f"workers_{workers}"] = {
-            "evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
-            "verdicts": [r.verdict for r in res],
-            "noise_runtime_ms": ms, "noise_cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None,
-            "vs_fresh_runner": 60 * len(reqs) / wall / result["fresh_runner"]["evals_per_min"]}
+        gpu_work = ("compile", "correctness", "timing", "profile")
+        beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
+        result[mode] = {"evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
+                        "verdicts": {r.solution: r.verdict for r in res},
+                        "sandbox": sorted({r.versions.get("sandbox", "?") for r in res}),
+                        "median_beyond_gpu_work_s": statistics.median(beyond),
+                        "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
+                                            for k in ("total", "load", "reference", "compile", "correctness",
+                                                      "timing", "profile")}}
     return result
 
 
@@ -218,7 +172,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernelbench", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--parts", default="fidelity,corpus,overhead,throughput")
+    ap.add_argument("--parts", default="fidelity,corpus,isolation")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     for part in a.parts.split(","):

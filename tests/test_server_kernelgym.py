@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from drk.gym.judge import HARD_WALL_FACTOR
+
 from conftest import ROOT
 from drk.gym import EvalOptions, LocalPool
 from drk.gym.limits import Limits
@@ -141,7 +143,9 @@ def test_trainer_sequence_rewards_the_correct_kernel_and_fails_the_rest(gym):
     assert answers["hang"]["status"] == "timeout"
     for name in ("syntax", "torch_only", "hang"):
         assert reward(answers[name]) == RECIPE["penalty"] and keep_probability(answers[name]) == 1.0
-    assert answers["hang"]["took_s"] < 6 + 15  # a terminal answer within about its timeout of admission
+    # A terminal answer within its timeout of CPU time actually granted: on a loaded host the evaluator
+    # stretches the wall budget (never a false timeout) up to its hard bound, HARD_WALL_FACTOR x + 60 s.
+    assert answers["hang"]["took_s"] < HARD_WALL_FACTOR * 6 + 60 + 15
     assert client.retries >= 1  # three slow samples against a limit of two: one retried
 
 

@@ -7,12 +7,29 @@
 One entry point per backend (`evaluate(request) -> EvalResult`, `evaluate_batch(requests)`), one result type
 (`drk.gym.types.EvalResult`) whose `verdict` is the outcome taxonomy and whose `flags` are named findings.
 
-Threat model, in short (details in `drk.gym.sandbox`, `drk.gym.judge`, `drk.gym.integrity`): candidate
-code is untrusted and may be adversarial. It runs only in a sandboxed runner process; the reference, the
-expected outputs and every comparison live in a judge process that never runs candidate code; the
-timing path is checked for tampering; Triton must do the work (launch hooks, an ablation probe, profiler
-coverage); outputs of timed calls are checked against fresh references after inputs change in place.
-Not protected: escapes from Python itself (bugs in torch/Triton/the driver) and timing side channels.
+Threat model. Candidate code is written by a policy searching for any way to score without doing the
+work, and it has the whole Python language inside its own process. So no fact the reward depends on rests
+on the integrity of that process:
+
+- Isolation is the operating system's (`drk.gym.isolation`, `drk.gym.zygote`): each candidate runs in a
+  process forked for it alone from a fork server that never ran candidate code, inside bubblewrap (no
+  network, a read-only view of only what Python/torch/Triton need, private /tmp), as an unprivileged uid of
+  its own, and is killed with everything it started after its one evaluation. Without bubblewrap the
+  evaluator refuses to run candidate code unless the user passes the unsafe switch (`LocalPool(
+  unsafe_no_sandbox=True)`, CLI `--unsafe-no-sandbox`); results then record `versions.sandbox = none`.
+- Evidence comes from outside the candidate's process: the judge (`drk.gym.judge`, `drk.gym.checks`)
+  builds the reference, makes every input, compares outputs it received as bytes, holds the time budget
+  (charging only CPU the candidate got), checks self-reported times against its own clock, and counts
+  only kernels the candidate's source declares with `@triton.jit` (parsed by the judge).
+- Probes cannot be told apart: correctness trials, a wide-input probe and the Triton-ablation probe run at
+  random positions with the task's shapes and fresh inputs; timing interleaves its two passes at random.
+- What stays inside the candidate's process, and can be forged there, is a hint, never the reward alone:
+  launch records, the profiler's kernel times (GPU coverage), the in-process timer (bounded by the judge's
+  clock). The audit hook (`drk.gym.sandbox`) and static rules (`drk.gym.static`) are an early, cheap layer
+  with clear messages; nothing depends on them.
+
+Not protected: escapes from the kernel or the GPU driver, timing side channels, and a candidate that
+forges the in-process profiler or timer by less than the judge's clock can see (see docs/hack-defences.md).
 """
 from drk.gym.pool import LocalPool, detect_device
 from drk.gym.types import EvalOptions, EvalRequest, EvalResult

@@ -17,6 +17,8 @@ import torch
 
 from drk.gym import compare, harness, static
 from drk.gym import types as T
+from drk.gym.runner import SHM_TENSOR
+from drk.gym.shm import Exchange
 from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
 
 if TYPE_CHECKING:
@@ -72,27 +74,43 @@ class TrialChecks:
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
                   "return_inputs": small and refresh is None, "digest": not small and refresh is None}
-        if refresh is not None:
-            payload = {"inputs": None, "refresh": to_device(refresh, "cpu")}
+        given = refresh if refresh is not None else list(inputs)
+        exchange = None
+        if self.cuda:  # gigabytes: a sealed memory file, not pickles over the socket
+            exchange = Exchange(given, refs)
+            header.update(exchange.header())
+            given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         else:
-            payload = {"inputs": to_device(list(inputs), "cpu") if self.cuda else clone(inputs)}
-        reply, frames = self.j.call(header, payload, deadline=self.deadline)
-        if key:
-            self.kept[key] = []
-        if not reply.get("ok"):
-            return reply, [], False
-        descs = reply.get("outputs") or []
-        if not isinstance(descs, list):
-            raise ValueError("candidate process returned a malformed forward reply")
-        n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
-        if len(frames) != len(descs) + n_in:
-            raise ValueError("candidate process returned a malformed forward reply")
-        outs = [self._decode(d, f, refs[i] if i < len(refs) else None) for i, (d, f) in enumerate(zip(descs, frames))]
+            given = clone(given)
+        payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
+        try:
+            reply, frames = self.j.call(header, payload, deadline=self.deadline,
+                                        fds=[exchange.fd] if exchange else ())
+            if key:
+                self.kept[key] = []
+            if not reply.get("ok"):
+                return reply, [], False
+            descs = reply.get("outputs") or []
+            if not isinstance(descs, list):
+                raise ValueError("candidate process returned a malformed forward reply")
+            n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
+            n_frames = 0 if exchange else len(descs)
+            if len(frames) != n_frames + n_in:
+                raise ValueError("candidate process returned a malformed forward reply")
+            if exchange:
+                outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
+                        and i < len(refs) else self._decode(d, b"", None) for i, d in enumerate(descs)]
+            else:
+                outs = [self._decode(d, f, refs[i] if i < len(refs) else None)
+                        for i, (d, f) in enumerate(zip(descs, frames))]
+        finally:
+            if exchange:
+                exchange.close()
         if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         mutated = bool(reply.get("inputs_changed"))
         if n_in:
-            after, it = [], iter(frames[len(descs):])
+            after, it = [], iter(frames[n_frames:])
             for t in inputs:
                 after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)},
                                         next(it)) if isinstance(t, torch.Tensor) else t)

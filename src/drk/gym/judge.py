@@ -210,14 +210,16 @@ class Judge:
         waited = (u["wait_s"] - u0["wait_s"]) if u.get("ok") and u0.get("ok") else 0.0
         budget.left_s = start_left - max(0.0, (time.monotonic() - t0) - waited)
 
-    def call(self, header: dict, payload=None, *, deadline: Budget) -> tuple[dict, list[bytes]]:
+    def call(self, header: dict, payload=None, *, deadline: Budget, fds=()) -> tuple[dict, list[bytes]]:
         """Send one op to the runner and wait for its reply within the candidate's budget."""
         r = self._runner(deadline)
         frames = [pickle.dumps(payload)] if payload is not None else []
         nonce = secrets.token_hex(8)  # unguessable per op: a forged reply cannot echo it
         t0 = time.monotonic()
         try:
-            wire.send(r.conn, dict(header, pickled=payload is not None, nonce=nonce), frames)
+            wire.send(r.conn, dict(header, pickled=payload is not None, nonce=nonce, nfds=len(fds)), frames)
+            if fds:
+                wire.send_fds(r.conn, list(fds))
             self._wait(r, deadline)
             reply, rframes = wire.recv(r.conn, timeout=30.0, max_frame=MAX_FRAME_BYTES)
             extra = r.conn.poll(0)

@@ -104,6 +104,8 @@ class Runner:
                 return
             op = header.get("op")
             self.nonce = header.get("nonce")
+            if header.get("nfds"):
+                header["_fds"] = self.wire.recv_fds(self.conn, int(header["nfds"]))
             payload = pickle.loads(frames[0]) if frames and header.get("pickled") else None
             if op == "bye":
                 return
@@ -166,14 +168,24 @@ class Runner:
         """Run the candidate once on the judge's inputs; hand back outputs as raw bytes."""
         torch = self.torch
         key = h.get("key") or ""
+        mapped = None
+        if h.get("_fds"):  # CUDA path: inputs and output slots in a sealed memory file from the judge
+            from drk.gym.shm import Mapped
+
+            mapped = Mapped(h["_fds"][0], h)
+            shared = iter(mapped.input_tensors(self.device))
+            fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
+                     for x in (payload.get("inputs") or payload.get("refresh") or [])]
+        else:
+            fresh = payload.get("inputs") if payload.get("inputs") is not None else payload.get("refresh")
         if payload.get("inputs") is not None:
-            inputs = self.tensors.to_device(payload["inputs"], self.device)
+            inputs = self.tensors.to_device(fresh, self.device)
             if key:
                 self.inputs[key] = inputs
         else:
             inputs = self.inputs[key]
             if payload.get("refresh") is not None:  # same tensors, new values (output-caching check)
-                for t, new in zip(inputs, payload["refresh"]):
+                for t, new in zip(inputs, fresh):
                     if isinstance(t, torch.Tensor):
                         t.copy_(new)
         digest = self.compare.fingerprint(inputs) if h.get("digest") else None
@@ -192,12 +204,15 @@ class Runner:
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
         frames, described = [], []
-        for o in outs[:MAX_OUTPUTS]:
+        for i, o in enumerate(outs[:MAX_OUTPUTS]):
             d = self.tensors.describe(o)
             d["subclass"] = type(o).__name__ if type(o) is not torch.Tensor else ""
             d["device"] = str(o.device)
             described.append(d)
-            frames.append(self.tensors.to_frame(o)[1])
+            if mapped is not None:
+                d["written"] = mapped.write_output(i, o)
+            else:
+                frames.append(self.tensors.to_frame(o)[1])
         if h.get("return_inputs"):
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
         changed = digest is not None and self.compare.fingerprint(inputs) != digest
@@ -262,6 +277,7 @@ class Runner:
         self.reply({"op": "memory", "ok": True, "peak_bytes": peak})
 
 
+SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory file in a pickled input list
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 
 

@@ -105,3 +105,26 @@ def kill_group(proc) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def send_fds(conn: Connection, fds: list[int]) -> None:
+    """Pass file descriptors after a message (one marker byte carrying them by SCM_RIGHTS); the peer reads
+    them with `recv_fds` when the message's header says `nfds`."""
+    sock = socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        socket.send_fds(sock, [b"F"], list(fds))
+    finally:
+        sock.close()
+
+
+def recv_fds(conn: Connection, n: int) -> list[int]:
+    sock = socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(sock, 1, n)
+    finally:
+        sock.close()
+    if data != b"F" or len(fds) != n:
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError("bad descriptor message")
+    return list(fds)

@@ -251,6 +251,9 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=cache, USER="drk-sandbox", LOGNAME="drk-sandbox")
     os.environ.clear()
     os.environ.update(env)
+    import tempfile
+
+    tempfile.tempdir = workdir  # the fork server's imports may have cached its own temp folder
     lim = msg.get("limits") or {}
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim.get("file_mb", 512)) << 20,) * 2)

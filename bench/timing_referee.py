@@ -1,0 +1,114 @@
+"""Does drk's timing agree with an independent referee, at every kernel size? (a benchmark, not a test)
+
+    PYTHONPATH=src python3 bench/timing_referee.py --kernelbench DIR --out OUTDIR [--repeat 5]
+
+For each (task, solution) pair: drk evaluates it (`drk.gym`, one warm pool), and the referee
+(`bench/referee.py`, which imports nothing from drk) times the same reference and candidate with
+`triton.testing.do_bench` (median, its own L2 flush) in a fresh process of its own, on the same shapes.
+Pairs: the shipped level 1-2 solutions at their full shapes, and short kernels (level-1 elementwise
+solutions on tasks scaled down to 7-200 us). Prints per kernel: referee candidate time, drk's, drk speedup,
+referee speedup and their ratio; with --repeat N, the coefficient of variation of drk's runtime over N
+separate evaluations of a few pairs. Writes OUTDIR/timing_referee.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+DEVICE = os.environ.get("DRK_BENCH_DEVICE", "cuda")
+
+SHORT_ALL = ["19_ReLU", "20_LeakyReLU", "21_Sigmoid", "22_Tanh", "25_Swish", "26_GELU_", "28_HardSigmoid",
+         "29_Softplus", "30_Softsign", "32_HardTanh", "88_MinGPTNewGelu", "23_Softmax"]
+SHORT_SCALES = {0.1: SHORT_ALL, 0.05: ["19_ReLU", "23_Softmax", "26_GELU_", "30_Softsign"]}
+REPEAT = ["19_ReLU", "23_Softmax", "36_RMSNorm_", "1_Square_matrix_multiplication_"]
+
+
+def pairs(kb: Path, quick: bool) -> list[dict]:
+    from drk.tasks.scaling import scale_source
+
+    out, tmp = [], Path(tempfile.mkdtemp(prefix="referee-"))
+    for lvl in ("level1", "level2"):
+        for sol in sorted((ROOT / "data" / "solutions" / lvl).glob("*.py")):
+            out.append({"name": f"{lvl}/{sol.stem}", "task": kb / lvl / sol.name, "solution": sol})
+    for sc, stems in SHORT_SCALES.items():
+        for stem in stems:
+            src = scale_source((kb / "level1" / f"{stem}.py").read_text(), sc).source
+            path = tmp / f"{stem}_x{sc}.py"
+            path.write_text(src)
+            out.append({"name": f"short/{stem}@{sc}", "task": path,
+                        "solution": ROOT / "data" / "solutions" / "level1" / f"{stem}.py"})
+    return out[:3] if quick else out
+
+
+def referee(task: Path, solution: Path) -> dict:
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "referee.py"), str(task), str(solution)],
+                       capture_output=True, text=True, timeout=300)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"error": (r.stderr or r.stdout)[-400:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernelbench", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="3 pairs, to dry-run the script")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+    from drk.tasks import task_from_file
+
+    opts = EvalOptions(device=DEVICE, compile_baseline=False, scale=1.0)
+    rows = []
+    with LocalPool(device=DEVICE, workers=1, cache_dir=str(a.out / "cache")) as pool:
+        for p in pairs(a.kernelbench, a.quick):
+            t0 = time.time()
+            r = pool.evaluate(EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), opts,
+                                          solution=p["name"]))
+            ref = referee(p["task"], p["solution"])
+            row = {"kernel": p["name"], "verdict": r.verdict, "drk_ms": r.runtime_ms, "drk_ref_ms": r.ref_eager_ms,
+                   "drk_speedup": r.speedup, "referee_ms": ref.get("candidate_ms"),
+                   "referee_ref_ms": ref.get("reference_ms"), "referee_error": ref.get("error"),
+                   "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1)}
+            if row["referee_ms"] and row["referee_ref_ms"] and r.runtime_ms:
+                row["referee_speedup"] = row["referee_ref_ms"] / row["referee_ms"]
+                row["time_ratio"] = r.runtime_ms / row["referee_ms"]
+                row["ref_time_ratio"] = (r.ref_eager_ms or 0) / row["referee_ref_ms"]
+                row["speedup_ratio"] = (r.speedup or 0) / row["referee_speedup"]
+            rows.append(row)
+            print(f"{p['name']:44s} {r.verdict:10s} drk {r.runtime_ms or 0:9.4f} ms  referee "
+                  f"{row['referee_ms'] or 0:9.4f} ms  speedup drk {r.speedup or 0:6.2f} referee "
+                  f"{row.get('referee_speedup') or 0:6.2f}  ratio {row.get('speedup_ratio') or 0:5.3f}", flush=True)
+        repeat = {}
+        for stem in REPEAT[: (1 if a.quick else None)]:
+            task = task_from_file(a.kernelbench / "level1" / f"{stem}.py")
+            src = (ROOT / "data" / "solutions" / "level1" / f"{stem}.py").read_text()
+            ms = [pool.evaluate(EvalRequest(task, src + f"\n# repeat {i}\n", opts)).runtime_ms
+                  for i in range(a.repeat)]
+            ms = [m for m in ms if m]
+            repeat[stem] = {"runtime_ms": ms, "cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
+            print(f"repeat {stem}: cv {repeat[stem]['cv']}", flush=True)
+    within = [r for r in rows if r.get("time_ratio") is not None]
+    summary = {"pairs": len(rows), "compared": len(within),
+               "candidate_within_5pct": sum(abs(r["time_ratio"] - 1) <= 0.05 for r in within),
+               "reference_within_5pct": sum(abs(r["ref_time_ratio"] - 1) <= 0.05 for r in within),
+               "speedup_within_5pct": sum(abs(r["speedup_ratio"] - 1) <= 0.05 for r in within),
+               "short_under_0.2ms": sum(1 for r in within if (r["referee_ms"] or 1) < 0.2)}
+    (a.out / "timing_referee.json").write_text(json.dumps({"rows": rows, "repeat": repeat, "summary": summary},
+                                                          indent=1))
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Tensors between the judge and a candidate process through one sealed memory file per forward.
+
+The judge writes the inputs (a device-to-host copy straight into the mapping) and leaves a slot for each
+expected output, filled with 0xFF bytes (NaN for floats), in a memfd whose size is sealed, then passes its
+descriptor to the candidate process (SCM_RIGHTS). The candidate process copies the inputs to its device
+and writes each output into its slot only when shape and dtype are the expected ones. No shared device
+memory (no CUDA IPC) and no pickling of large data; the candidate cannot resize the file (the seals), so
+the judge's mapping stays valid whatever it does. Used on the CUDA path, where inputs reach gigabytes.
+"""
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+
+import torch
+
+from drk.gym.tensors import DTYPES, dtype_name
+
+ALIGN = 256
+
+
+def _spec(t: torch.Tensor) -> dict:
+    return {"dtype": dtype_name(t.dtype), "shape": list(t.shape), "nbytes": t.numel() * t.element_size()}
+
+
+def _view(mm: mmap.mmap, spec: dict) -> torch.Tensor:
+    dt = DTYPES[spec["dtype"]]
+    if spec["nbytes"] == 0:
+        return torch.empty(spec["shape"], dtype=dt)
+    raw = torch.frombuffer(mm, dtype=torch.uint8, count=spec["nbytes"], offset=spec["offset"])
+    return raw.view(dt).reshape(spec["shape"])
+
+
+class Exchange:
+    """The judge's side: one sealed memfd holding a forward's inputs and output slots."""
+
+    def __init__(self, inputs: list, expected: list[torch.Tensor]) -> None:
+        specs, off = [], 0
+        for t in [x for x in inputs if isinstance(x, torch.Tensor)] + list(expected):
+            s = _spec(t)
+            s["offset"] = off
+            off += (s["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
+            specs.append(s)
+        n_in = sum(isinstance(x, torch.Tensor) for x in inputs)
+        self.input_specs, self.output_specs = specs[:n_in], specs[n_in:]
+        self.size = max(off, ALIGN)
+        self.fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.fd, self.size)
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        self.mm = mmap.mmap(self.fd, self.size)
+        tensors = iter(x for x in inputs if isinstance(x, torch.Tensor))
+        for s in self.input_specs:
+            if s["nbytes"]:
+                _view(self.mm, s).copy_(next(tensors).detach())
+            else:
+                next(tensors)
+        for s in self.output_specs:
+            if s["nbytes"]:
+                torch.frombuffer(self.mm, dtype=torch.uint8, count=s["nbytes"], offset=s["offset"]).fill_(255)
+
+    def header(self) -> dict:
+        return {"inputs_shm": self.input_specs, "outputs_shm": self.output_specs, "shm_size": self.size}
+
+    def output(self, i: int, device: str) -> torch.Tensor:
+        """Output slot i, copied to `device` (the judge compares there)."""
+        return _view(self.mm, self.output_specs[i]).to(device, copy=True)
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+        except BufferError:  # a view is still alive; the mapping goes with it
+            pass
+        os.close(self.fd)
+
+
+class Mapped:
+    """The candidate process's side of an Exchange."""
+
+    def __init__(self, fd: int, header: dict) -> None:
+        size = int(header["shm_size"])
+        if os.fstat(fd).st_size != size:
+            raise ValueError("exchange file has the wrong size")
+        self.mm = mmap.mmap(fd, size)
+        os.close(fd)
+        self.inputs, self.outputs = header["inputs_shm"], header["outputs_shm"]
+
+    def input_tensors(self, device: str) -> list[torch.Tensor]:
+        return [_view(self.mm, s).to(device, copy=True) for s in self.inputs]
+
+    def write_output(self, i: int, t: torch.Tensor) -> bool:
+        if i >= len(self.outputs):
+            return False
+        s = self.outputs[i]
+        if list(t.shape) != s["shape"] or dtype_name(t.dtype) != s["dtype"]:
+            return False
+        if s["nbytes"]:
+            _view(self.mm, s).copy_(t.detach())
+        return True

@@ -1,0 +1,37 @@
+"""The judge <-> candidate memory file of the CUDA path (`drk.gym.shm`), exercised on CPU tensors.
+
+    .venv/bin/python -m pytest tests/test_exchange.py -q
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from drk.gym.shm import Exchange, Mapped
+
+
+def test_inputs_arrive_and_only_expected_outputs_are_written():
+    x, y = torch.randn(3, 5), torch.arange(7, dtype=torch.int64)
+    ref = torch.zeros(3, 5)
+    ex = Exchange([x, 2.5, y], [ref])
+    m = Mapped(os.dup(ex.fd), ex.header())
+    got = m.input_tensors("cpu")
+    assert torch.equal(got[0], x) and torch.equal(got[1], y)
+    assert torch.isnan(ex.output(0, "cpu")).all()  # an unwritten slot reads as NaN, never as a stale value
+    assert not m.write_output(0, torch.ones(5, 3)) and not m.write_output(1, torch.ones(3, 5))
+    assert m.write_output(0, x * 2)
+    assert torch.equal(ex.output(0, "cpu"), x * 2)
+    ex.close()
+
+
+def test_the_candidate_cannot_resize_the_file_under_the_judge():
+    ex = Exchange([torch.randn(4)], [torch.zeros(4)])
+    fd = os.dup(ex.fd)
+    for size in (0, ex.size * 4):
+        with pytest.raises(PermissionError):
+            os.ftruncate(fd, size)
+    os.close(fd)
+    assert ex.output(0, "cpu").shape == (4,)
+    ex.close()
