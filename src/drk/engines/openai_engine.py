@@ -127,8 +127,14 @@ class OpenAIEngine:
         if not conversations:
             return []
         workers = min(self.max_concurrency, len(conversations))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drk-openai") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drk-openai")
+        try:
             return list(pool.map(lambda conv: self._samples_for(conv, params), conversations))
+        except BaseException:  # Ctrl-C: do not start the queued requests; the caller flushes and exits
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
     # ----------------------------------------------------------------------------------------------- internals
     def _samples_for(self, messages: list[dict], params: SamplingParams) -> list[Generation]:
