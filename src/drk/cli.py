@@ -606,7 +606,7 @@ def collect_cmd(
                         overwrite=overwrite, on_start=prog.start,
                         on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
     if stats["todo"] == 0:
-        typer.echo(f"nothing to do: all {stats['skipped']} episodes are already in {out}/trajectories.jsonl "
+        typer.echo(f"nothing to do: skipped {stats['skipped']} episodes already in {out}/trajectories.jsonl "
                    "(a finished run; --overwrite starts again)")
         return
     typer.echo(f"wrote {stats['written']} episodes ({stats['correct']} with a correct turn), skipped "
