@@ -356,6 +356,7 @@ def eval_cmd(
     max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL, help="Max new tokens per reply."),
     concurrency: int = typer.Option(16, "--concurrency", rich_help_panel=P_MODEL, help="Concurrent requests to an endpoint."),
     max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
+    wave: int = typer.Option(64, "--wave", rich_help_panel=P_MODEL, help="With --model: episodes run together (an interrupt loses at most the wave in flight)."),
     device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="cuda, cuda:N, cpu (Triton interpreter, scaled shapes) or auto."),
     workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=P_EVAL, help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
     trials: int = typer.Option(5, "--trials", rich_help_panel=P_EVAL, help="Correctness trials with fresh seeded inputs."),
@@ -397,7 +398,7 @@ def eval_cmd(
         tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
         engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
         cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite)
+        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite, wave)
     if solutions is None:
         raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
     from drk.records import write_json
@@ -529,7 +530,7 @@ def _episode_note(ep) -> str:
 
 
 def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None,
-                overwrite=False) -> None:
+                overwrite=False, wave=64) -> None:
     from drk.model_eval import evaluate_model
 
     out = out or Path("runs") / "eval-model"
@@ -537,7 +538,7 @@ def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym
     with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
         opts.device = pool.device
         summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name,
-                                 overwrite=overwrite, on_start=prog.start,
+                                 overwrite=overwrite, wave=wave, on_start=prog.start,
                                  on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
     if summary is None:
         typer.echo(f"nothing to do: all {len(tasks) * samples} episodes are already in {out} (a finished run; "

@@ -100,6 +100,8 @@ def rewrite_jsonl(path: str | os.PathLike, keep) -> int:
         return 0
     rows = list(read_jsonl(p))
     kept = [r for r in rows if keep(r)]
+    if len(kept) == len(rows):
+        return 0  # nothing to drop: the file is left untouched
     tmp = p.with_name(p.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         for r in kept:
@@ -139,5 +141,6 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
             (p / name).unlink(missing_ok=True)
         saved = None
     p.mkdir(parents=True, exist_ok=True)
-    write_json(cfg_path, config)
+    if saved != fresh:
+        write_json(cfg_path, config)
     return saved is not None
