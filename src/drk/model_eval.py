@@ -155,6 +155,9 @@ def report_markdown(summary: dict) -> str:
                      f"{_pct(s['fast_1'])} | {_pct(s['fast_1.2'])} | {_pct(s['fast_1.5'])} | {_pct(s['fast_2'])} | "
                      f"{_pct(s['fast_1_compile'])} | {_pct(s['fast_1.2_compile'])} | {_num(s['geomean_speedup'])} | "
                      f"{_num(s['geomean_speedup_compile'])} |")
+    if summary.get("infra_errors"):
+        lines += ["", f"{summary['infra_errors']} episode(s) failed on infrastructure (infra_error) and are left out "
+                  "of every number above; rerun the same command to retry them."]
     lines += ["", "fast_p: share of all candidates (or, best_of_t, of all episodes) that are correct and more than "
               "p times faster than the eager (or torch.compile) reference. Speedups are not measured on CPU."]
     return "\n".join(lines) + "\n"

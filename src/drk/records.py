@@ -132,8 +132,9 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
         except (OSError, json.JSONDecodeError):
             saved = None
     fresh = json.loads(dumps(config))  # the config as it will read back from disk
-    if saved is not None and saved != fresh and not overwrite:
-        diff = sorted(k for k in set(saved) | set(fresh) if saved.get(k) != fresh.get(k))
+    # only this run's keys are compared: a config written by an older drk may hold extra keys
+    diff = sorted(k for k in fresh if saved is not None and saved.get(k) != fresh[k])
+    if diff and not overwrite:
         raise RunDirError(f"{p} holds a different run ({config_name} differs in: {', '.join(diff)}); "
                           "use another --out, or --overwrite to replace it")
     if overwrite:

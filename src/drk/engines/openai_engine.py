@@ -129,12 +129,12 @@ class OpenAIEngine:
         workers = min(self.max_concurrency, len(conversations))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drk-openai")
         try:
-            return list(pool.map(lambda conv: self._samples_for(conv, params), conversations))
-        except BaseException:  # Ctrl-C: do not start the queued requests; the caller flushes and exits
+            gens = list(pool.map(lambda conv: self._samples_for(conv, params), conversations))
+        except BaseException:  # Ctrl-C: start no queued request and do not wait here; the caller flushes
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-        finally:
-            pool.shutdown(wait=True)
+        pool.shutdown(wait=True)
+        return gens
 
     # ----------------------------------------------------------------------------------------------- internals
     def _samples_for(self, messages: list[dict], params: SamplingParams) -> list[Generation]:
