@@ -110,13 +110,17 @@ def test_collect_feedback_flows_and_resume(tmp_path):
     assert "secret" not in (out / "trajectories.jsonl").read_text()
 
 
-def test_collect_unreachable_endpoint_is_not_a_traceback(tmp_path):
+def test_collect_unreachable_endpoint_is_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRK_BACKOFF_BASE_S", "0.01")
     res = runner.invoke(app, ["collect", "--queries", str(ROOT / "data/queries"), "--problems", "1", "--turns", "1",
                               "--device", "cpu", "--out", str(tmp_path), "--model", "m",
                               "--base-url", "http://127.0.0.1:9/v1"])
-    assert res.exit_code == 0, res.output   # per-request failures are recorded, not raised
-    rec = json.loads((tmp_path / "trajectories.jsonl").read_text().splitlines()[0])
-    assert rec["stopped"] == "engine_error" and rec["turns"][0]["engine_error"]
+    # issue 18: an endpoint failure is infra_error (exit 3, one line), never a trajectory
+    assert res.exit_code == 3 and "Traceback" not in res.output, res.output
+    assert "http://127.0.0.1:9/v1" in res.output
+    assert not (tmp_path / "trajectories.jsonl").read_text().strip()
+    rec = json.loads((tmp_path / "infra_errors.jsonl").read_text().splitlines()[0])
+    assert rec["verdict"] == "infra_error" and rec["error"]
 
 
 def test_infer_stts_keeps_top_turns_and_writes_best(tmp_path):

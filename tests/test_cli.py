@@ -57,12 +57,13 @@ def test_eval_solutions_folder_writes_results_and_summary(tmp_path):
     assert len(lines) == 3 and all(json.loads(l)["verdict"] == "ok" for l in lines)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["summary"]["all"]["correct"] == 1.0 and summary["n_candidates"] == 3
-    # a second run keeps the first run's results instead of overwriting them
+    # a second run over finished candidates does nothing: no file renamed, nothing evaluated again
     res = runner.invoke(app, ["eval", "--tasks", str(ROOT / "data/queries"), "--problems", "1",
                               "--solutions", str(ROOT / "data/query_solutions"), "--device", "cpu",
-                              "--input-budget-mb", "0.25", "--out", str(out)])
-    assert res.exit_code == 0
-    assert len(list(out.glob("results*.jsonl"))) == 2
+                              "--workers", "2", "--input-budget-mb", "0.25", "--out", str(out)])
+    assert res.exit_code == 0 and "nothing to do" in res.output, res.output
+    assert [p.name for p in out.glob("results*.jsonl")] == ["results.jsonl"]
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
 
 def test_user_errors_are_one_line(tmp_path):

@@ -1,29 +1,53 @@
 """The `drk` command line: one thin command per pipeline stage.
 
 Each command parses its options, calls one library function and renders the result. Heavy imports
-(torch, transformers, trl) happen inside the commands, so `drk --help` answers instantly. Errors a user can
-cause (bad paths, malformed files, unreachable endpoints) end with one line on stderr and exit status 2.
+(torch, transformers, trl) happen inside the commands, so `drk --help` answers instantly.
+
+Exit status: 0 done (or nothing left to do); 1 a candidate failed (`drk eval TASK --solution`) or no correct
+kernel (`drk infer`); 2 an error the user can fix (one line on stderr, never a traceback); 3 the
+infrastructure failed (an endpoint or the evaluator, after retries): one line naming it and the cause, and
+rerunning the same command retries exactly what failed; 130 interrupted (Ctrl-C): everything finished is on
+disk and rerunning the same command resumes.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="drk: reproduce and extend Dr. Kernel — evaluate, collect, fine-tune and RL-train "
                        "LLMs that write Triton kernels, all on one sandboxed evaluator (KernelGym).")
 
+EXIT_USER, EXIT_INFRA, EXIT_INTERRUPTED = 2, 3, 130
+
+# --help groups options into these panels; each title carries one example.
+P_IN = "Inputs (e.g. --level 1 --problems 1-10 --kernelbench ~/KernelBench/KernelBench)"
+P_MODEL = "Model (e.g. --base-url http://localhost:8000/v1 --model drkernel-8b)"
+P_EVAL = "Evaluation (e.g. --device cpu --workers 2 --trials 5)"
+P_OUT = "Output (e.g. --out runs/l1; rerun the same command to resume)"
+P_TRAIN = "Training (e.g. --lr 1e-6 --seed 0 --report-to tensorboard)"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from drk import __version__
+
+        typer.echo(f"drk {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
-def _root() -> None:
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print drk's version and exit.")) -> None:
     """drk: evaluate, collect, fine-tune and RL-train LLMs that write Triton kernels (Dr. Kernel).
 
     Every stage reads and writes files and uses one sandboxed evaluator (KernelGym): `drk eval`,
-    `drk collect`, `drk infer`, `drk sft`, `drk rl`, `drk gym serve`. `drk COMMAND --help` shows examples.
+    `drk collect`, `drk infer`, `drk sft`, `drk rl`, `drk gym serve`. `drk COMMAND -h` shows examples.
     """
 
 
@@ -34,73 +58,184 @@ class UserError(Exception):
     """A problem the user can fix: printed as one line, exit status 2."""
 
 
-def fail(msg: str) -> None:
-    typer.secho(f"drk: error: {msg}", fg="red", err=True)
-    raise typer.Exit(2)
+def _one_line(msg: str, limit: int = 400) -> str:
+    flat = " ".join(str(msg).split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def fail(msg: str, code: int = EXIT_USER) -> None:
+    typer.secho(f"drk: error: {_one_line(msg)}", fg="red", err=True)
+    raise typer.Exit(code)
 
 
 def user_errors(fn):
-    """Turn the library's user-facing exceptions into one-line messages."""
+    """Errors a user can cause -> one line and exit 2; infrastructure failures -> one line naming the endpoint
+    and the cause, exit 3; Ctrl-C -> what is kept and how to resume, exit 130. Never a traceback for these."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*a, **k):
+        from drk.agent.episode import InfraError
         from drk.config import ConfigError
+        from drk.engines.base import EngineError
+        from drk.records import RunDirError
         from drk.tasks import TaskError
         from drk.tasks.scaling import ScalingError
 
         try:
             return fn(*a, **k)
-        except (UserError, TaskError, ScalingError, ConfigError, FileNotFoundError) as e:
+        except (UserError, TaskError, ScalingError, ConfigError, RunDirError, EngineError, FileNotFoundError) as e:
             fail(str(e))
+        except InfraError as e:
+            left = f"; {e.unfinished} item(s) not finished" if e.unfinished else ""
+            fail(f"infrastructure error at {e.where}: {e.cause}{left}; nothing was scored for them: fix it and "
+                 "rerun the same command to retry them", EXIT_INFRA)
         except KeyboardInterrupt:
-            typer.secho("drk: interrupted; results written so far are kept", err=True)
-            raise typer.Exit(130)
+            out = k.get("out") or k.get("resume")
+            hint = (f"drk rl --resume {out}" if fn.__name__ == "rl_cmd" and out else
+                    "the same command" + (f" (same --out {out})" if out else ""))
+            typer.secho(f"drk: interrupted; everything finished is saved{f' in {out}' if out else ''}. "
+                        f"To resume, run {hint}.", fg="yellow", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED)
 
     return wrapper
 
 
+# ------------------------------------------------------------------------------------------------ checks
+_DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def check_device(device: str, option: str = "--device") -> None:
+    """Refuse devices drk does not know (e.g. `gpu`, which would otherwise mean nothing) and CUDA on a machine
+    without a GPU, before anything starts."""
+    if not _DEVICE.match(device or ""):
+        raise UserError(f"unknown device {device!r} for {option}: use auto, cpu, cuda or cuda:N")
+    if device.startswith("cuda"):
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise UserError(f"{option} {device}: no CUDA GPU is visible on this machine; use {option} cpu "
+                            "(Triton's interpreter, scaled-down shapes) or auto")
+        if ":" in device and int(device.split(":")[1]) >= n:
+            raise UserError(f"{option} {device}: only {n} CUDA device(s) visible")
+
+
+def check_out(out: Optional[Path]) -> None:
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is an existing file; give a directory (it will be created)")
+
+
+def check_tasks(tasks: list) -> None:
+    """A task that cannot even be parsed, or lacks Model/get_inputs/get_init_inputs, is the task's fault:
+    refuse it by name here instead of letting every candidate fail against it (and be blamed for it)."""
+    import ast
+
+    for t in tasks:
+        where = t.origin or t.id
+        try:
+            tree = ast.parse(t.source, filename=where)
+        except SyntaxError as e:
+            raise UserError(f"task {t.id} is broken ({where}, line {e.lineno}: {e.msg}); fix the task file "
+                            "(no candidate was evaluated)") from None
+        names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        names |= {tg.id for n in tree.body if isinstance(n, ast.Assign) for tg in n.targets
+                  if isinstance(tg, ast.Name)}
+        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
+        if missing:
+            raise UserError(f"task {t.id} is broken ({where}): it does not define {', '.join(missing)}; fix the "
+                            "task file (no candidate was evaluated)")
+
+
 def load_tasks(task_file: Optional[Path], level: Optional[str], problems: Optional[str],
-               kernelbench: Optional[Path], tasks_path: Optional[Path]) -> list:
+               kernelbench: Optional[Path], tasks_path: Optional[Path], limit: Optional[int] = None) -> list:
     from drk.tasks import load_kernelbench, task_from_file
     from drk.tasks.queries import load_queries
 
     if task_file is not None:
-        return [task_from_file(task_file)]
-    if tasks_path is not None:
-        return load_queries(str(tasks_path), problems=problems)
-    return load_kernelbench(level or "1", problems, kernelbench)
+        tasks = [task_from_file(task_file)]
+    elif tasks_path is not None:
+        tasks = load_queries(str(tasks_path), problems=problems)
+    else:
+        tasks = load_kernelbench(level or "1", problems, kernelbench)
+    tasks = tasks[:limit] if limit else tasks
+    check_tasks(tasks)
+    return tasks
 
 
 def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], **protocol):
     """EvalOptions from the shared CLI options; `protocol` overrides its defaults (trials, tolerance, ...)."""
     from drk.gym import EvalOptions
 
-    return EvalOptions(device=device, timeout_s=timeout, input_budget_mb=input_budget_mb, **protocol)
+    return EvalOptions(device=device, timeout_s=timeout, input_budget_mb=input_budget_mb,
+                       **{k: v for k, v in protocol.items() if v is not None})
+
+
+# ------------------------------------------------------------------------------------ recipes and --set
+def _apply_recipe_keys(ctx: typer.Context, data: dict, where: str) -> None:
+    names = {p.name for p in ctx.command.params}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        fail(f"{where}: unknown option(s) {', '.join(unknown)} for drk {ctx.command.name}")
+    ctx.default_map = {**(ctx.default_map or {}), **data}
 
 
 def _recipe_defaults(ctx: typer.Context, param, value: Optional[Path]):
     """Eager `-c recipe.yaml`: its keys (option names, with underscores) become the command's defaults;
-    flags given on the command line still win."""
+    `--set key=value` and flags given on the command line still win. Relative input paths in a recipe are
+    resolved against the recipe's folder (outputs stay relative to where the command runs)."""
     if value is None:
         return value
-    from drk.config import ConfigError, load_yaml
+    from drk.config import ConfigError, load_yaml, resolve_recipe_paths
 
     try:
-        data = load_yaml(value)
+        data = resolve_recipe_paths(load_yaml(value), Path(value).parent)
     except ConfigError as e:
         fail(str(e))
-    names = {p.name for p in ctx.command.params}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        fail(f"{value}: unknown option(s) {', '.join(unknown)} for drk {ctx.command.name}")
-    ctx.default_map = {**(ctx.default_map or {}), **data}
+    _apply_recipe_keys(ctx, data, str(value))
+    _apply_recipe_keys(ctx, ctx.meta.get("drk_sets", {}), "--set")  # --set wins over the recipe
     return value
 
 
+def _set_defaults(ctx: typer.Context, param, values):
+    """Eager `--set key=value` (repeatable): a recipe key given on the command line."""
+    if not values:
+        return values
+    from drk.config import ConfigError, parse_sets
+
+    try:
+        data = parse_sets(values, nested=False)
+    except ConfigError as e:
+        fail(str(e))
+    ctx.meta["drk_sets"] = data
+    _apply_recipe_keys(ctx, data, "--set")
+    return values
+
+
 def recipe_option():
-    return typer.Option(None, "-c", "--config", is_eager=True, callback=_recipe_defaults,
+    return typer.Option(None, "-c", "--config", is_eager=True, callback=_recipe_defaults, rich_help_panel=P_IN,
                         help="Recipe (YAML) whose keys set this command's options, e.g. recipes/eval.yaml.")
+
+
+def set_option(eager: bool = True):
+    return typer.Option(None, "--set", is_eager=eager, callback=_set_defaults if eager else None,
+                        metavar="KEY=VALUE", rich_help_panel=P_IN,
+                        help="Override one recipe key (repeatable), e.g. --set turns=3 --set temperature=0.7.")
+
+
+def limit_option(what: str = "tasks"):
+    return typer.Option(None, "--limit", min=1, rich_help_panel=P_IN,
+                        help=f"Use only the first N {what} (a quick look), e.g. --limit 5.")
+
+
+def seed_option(default: Optional[int] = None, what: str = "sampling and evaluation inputs"):
+    return typer.Option(default, "--seed", rich_help_panel=P_EVAL if what != "training" else P_TRAIN,
+                        help=f"Seed for {what}, e.g. --seed 0.")
+
+
+def overwrite_option():
+    return typer.Option(False, "--overwrite", rich_help_panel=P_OUT,
+                        help="Replace the run in --out even if it was made with other settings (default: refuse).")
 
 
 GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serve), ray or ray://HOST:PORT."
@@ -108,23 +243,68 @@ CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 
 
 class open_gym:
-    """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end."""
+    """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end. A backend that
+    cannot start is an infrastructure failure (exit 3), not the candidates'."""
 
     def __init__(self, spec: str, device: str, workers: Optional[int], cache: Optional[Path] = None) -> None:
         self.args = (spec, device, workers, str(cache) if cache else None)
 
     def __enter__(self):
+        from drk.agent.episode import InfraError
         from drk.gym.backends import GymUnavailable, make_gym
 
         spec, device, workers, cache = self.args
         try:
             self.gym = make_gym(spec, device=device, workers=workers, cache_path=cache)
         except GymUnavailable as e:
-            raise UserError(str(e)) from None
+            if not spec.startswith(("http://", "https://", "ray")):
+                raise UserError(str(e)) from None
+            raise InfraError(f"evaluator {spec}", str(e)) from None
+        except (RuntimeError, OSError) as e:
+            raise InfraError(f"evaluator {spec}", f"could not start ({_one_line(str(e), 200)})") from None
         return self.gym
 
     def __exit__(self, *exc) -> None:
         self.gym.close()
+
+
+# --------------------------------------------------------------------------------------------- progress
+class StageProgress:
+    """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA."""
+
+    def __init__(self, label: str) -> None:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        self.prog = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("ok {task.fields[ok]}"), TimeElapsedColumn(), TextColumn("eta"),
+                             TimeRemainingColumn(), TextColumn("{task.description}"), console=_stderr_console())
+        self.bar = None
+        self.n = self.ok = 0
+
+    def __enter__(self) -> "StageProgress":
+        self.prog.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.prog.__exit__(*exc)
+
+    def start(self, todo: int, skipped: int) -> None:
+        if skipped:
+            self.prog.console.print(f"resuming: {skipped} finished item(s) kept, {todo} to do")
+        self.bar = self.prog.add_task("", total=todo, ok="–")
+
+    def advance(self, ok: bool, note: str = "") -> None:
+        self.n += 1
+        self.ok += bool(ok)
+        if self.bar is not None:
+            self.prog.update(self.bar, advance=1, ok=f"{self.ok / self.n:.0%}", description=note)
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def render_summary(summary: dict, title: str) -> None:
@@ -157,70 +337,83 @@ def render_summary(summary: dict, title: str) -> None:
 @user_errors
 def eval_cmd(
     task_file: Optional[Path] = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
-    solution: Optional[Path] = typer.Option(None, "--solution", help="With TASK_FILE: the one candidate to evaluate."),
+    solution: Optional[Path] = typer.Option(None, "--solution", rich_help_panel=P_IN, help="With TASK_FILE: the one candidate to evaluate."),
     config: Optional[Path] = recipe_option(),
-    solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of candidate files (level*/ subfolders)."),
-    level: Optional[str] = typer.Option(None, "--level", help="KernelBench level(s): 1, 2, 3 or 1,2."),
-    problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids: 1,2,19 or 1-10."),
-    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
-    tasks_path: Optional[Path] = typer.Option(None, "--tasks", help="A folder of task files or a JSONL/parquet query set instead of KernelBench."),
-    device: str = typer.Option("auto", "--device", help="cuda, cuda:N, cpu (Triton interpreter, scaled shapes) or auto."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write results.jsonl and summary.json here."),
-    trials: int = typer.Option(5, "--trials", help="Correctness trials with fresh seeded inputs."),
-    tolerance: float = typer.Option(1e-2, "--tolerance", help="atol = rtol for float32 outputs (paper: 1e-2)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds per evaluation."),
-    timing_trials: int = typer.Option(100, "--timing-trials", help="Timed calls per kernel (median reported)."),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", help="Scale size constants so inputs fit (default: 2 MB on CPU, full size on GPU)."),
-    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline", help="Also time the reference under torch.compile."),
-    fp64: bool = typer.Option(False, "--fp64", help="Also compare against a float64 reference (max_abs_diff_fp64)."),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON lines on stdout."),
-    model: Optional[str] = typer.Option(None, "--model", help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
-    samples: int = typer.Option(1, "--samples", help="With --model: episodes per task."),
-    turns: int = typer.Option(3, "--turns", help="With --model: turns per episode (feedback between turns)."),
-    temperature: float = typer.Option(1.0, "--temperature"),
-    top_p: float = typer.Option(1.0, "--top-p"),
-    max_tokens: int = typer.Option(4096, "--max-tokens", help="Max new tokens per reply."),
-    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to an endpoint."),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    sets: Optional[list[str]] = set_option(),
+    solutions: Optional[Path] = typer.Option(None, "--solutions", rich_help_panel=P_IN, help="Folder of candidate files: level1/19_ReLU.py or KernelBench's level_1_problem_19_sample_0_kernel.py."),
+    level: Optional[str] = typer.Option(None, "--level", rich_help_panel=P_IN, help="KernelBench level(s): 1, 2, 3 or 1,2."),
+    problems: Optional[str] = typer.Option(None, "--problems", rich_help_panel=P_IN, help="Problem ids: 1,2,19 or 1-10."),
+    limit: Optional[int] = limit_option(),
+    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", rich_help_panel=P_IN, help=KB_HELP),
+    tasks_path: Optional[Path] = typer.Option(None, "--tasks", rich_help_panel=P_IN, help="A folder of task files or a JSONL/parquet query set instead of KernelBench."),
+    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL, help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL, help="Environment variable holding the API key."),
+    samples: int = typer.Option(1, "--samples", rich_help_panel=P_MODEL, help="With --model: episodes per task."),
+    turns: int = typer.Option(3, "--turns", rich_help_panel=P_MODEL, help="With --model: turns per episode (feedback between turns)."),
+    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
+    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
+    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL, help="Max new tokens per reply."),
+    concurrency: int = typer.Option(16, "--concurrency", rich_help_panel=P_MODEL, help="Concurrent requests to an endpoint."),
+    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
+    wave: int = typer.Option(64, "--wave", rich_help_panel=P_MODEL, help="With --model: episodes run together (an interrupt loses at most the wave in flight)."),
+    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="cuda, cuda:N, cpu (Triton interpreter, scaled shapes) or auto."),
+    workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=P_EVAL, help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
+    trials: int = typer.Option(5, "--trials", rich_help_panel=P_EVAL, help="Correctness trials with fresh seeded inputs."),
+    tolerance: float = typer.Option(1e-2, "--tolerance", rich_help_panel=P_EVAL, help="atol = rtol for float32 outputs (paper: 1e-2)."),
+    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL, help="Seconds per evaluation."),
+    timing_trials: int = typer.Option(100, "--timing-trials", rich_help_panel=P_EVAL, help="Timed calls per kernel (median reported)."),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL, help="Scale size constants so inputs fit (default: 2 MB on CPU, full size on GPU)."),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline", rich_help_panel=P_EVAL, help="Also time the reference under torch.compile."),
+    fp64: bool = typer.Option(False, "--fp64", rich_help_panel=P_EVAL, help="Also compare against a float64 reference (max_abs_diff_fp64)."),
+    seed: Optional[int] = seed_option(),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", rich_help_panel=P_EVAL, help=CACHE_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Write results.jsonl and summary.json here; rerun with the same --out to resume."),
+    overwrite: bool = overwrite_option(),
+    as_json: bool = typer.Option(False, "--json", rich_help_panel=P_OUT, help="Print results as JSON lines on stdout."),
 ) -> None:
     """Evaluate candidate kernels: one pair, a folder of solutions, or kernels a model writes.
 
     \b
     Examples:
-      drk eval data/queries/001_scaled_tanh_bias.py --solution my_kernel.py
-      drk eval --level 1 --solutions data/solutions --kernelbench ../KernelBench/KernelBench --out runs/l1
+      drk eval data/queries/001_scaled_tanh_bias.py --solution data/query_solutions/001_scaled_tanh_bias.py
+      drk eval --level 1 --solutions data/solutions --kernelbench "$DRK_KERNELBENCH" --out runs/l1
       drk eval --level 1,2 --problems 1-20 --solutions sols/ --device cpu --workers 2
-      drk eval --level 1 --problems 1-10 --model Qwen/Qwen3-8B --samples 4 --turns 3 --out runs/q3
+      drk eval --level 1 --limit 10 --model Qwen/Qwen3-8B --samples 4 --turns 3 --out runs/q3
       drk eval --level 1 --base-url http://localhost:8000/v1 --model drkernel-8b --samples 8 --out runs/v
+    An interrupted run resumes when the same command is run again (finished items are not redone).
     """
     from drk.metrics import summarize_by_group
 
+    check_device(device)
+    check_out(out)
     opts = eval_options(device, timeout, input_budget_mb, trials=trials, tolerance=tolerance,
-                        timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64)
+                        timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64, seed=seed)
     if task_file is not None:
         if solution is None:
             raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
         return _eval_pair(task_file, solution, opts, workers, as_json, out, gym, eval_cache)
     if solutions is None and model is not None:
-        tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
-        engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
-        cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
-        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache)
+        tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
+        engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
+        cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
+        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite, wave)
     if solutions is None:
         raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
     from drk.records import write_json
     from drk.solutions import find_candidates
 
-    tasks = load_tasks(None, level, problems, kernelbench, tasks_path)
+    tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
     cands = find_candidates(tasks, solutions)
     if not cands:
-        raise UserError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) "
-                        "(file names must start with the problem id, e.g. 19_ReLU.py)")
-    results = _run_with_progress(cands, opts, workers, out, gym, eval_cache)
+        raise UserError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) (file names: "
+                        "19_ReLU.py, level1/19_ReLU.py or level_1_problem_19_sample_0_kernel.py)")
+    results, new = _run_with_progress(cands, opts, workers, out, gym, eval_cache, overwrite)
+    if new == 0 and out is not None and (out / "summary.json").exists():
+        typer.echo(f"nothing to do: all {len(results)} candidates are already evaluated in {out}/results.jsonl "
+                   "(a finished run; --overwrite starts again)")
+        return
     summary = summarize_by_group(results)
     if out is not None:
         write_json(out / "summary.json", {"summary": summary, "protocol": results[0].get("protocol") if results else {},
@@ -230,29 +423,31 @@ def eval_cmd(
         for r in results:
             typer.echo(json.dumps(r))
     render_summary(summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
+    _raise_for_infra_results(results, gym)
 
 
-def _run_with_progress(cands, opts, workers, out, gym="local", cache=None) -> list[dict]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def _raise_for_infra_results(results: list[dict], gym: str) -> None:
+    from drk.agent.episode import InfraError
+    from drk.metrics import is_infra
 
+    bad = [r for r in results if is_infra(r)]
+    if bad:
+        raise InfraError(f"evaluator {gym}", bad[0].get("error") or "infrastructure error", len(bad))
+
+
+def _run_with_progress(cands, opts, workers, out, gym="local", cache=None, overwrite=False) -> tuple[list[dict], int]:
     from drk.solutions import evaluate_candidates
 
-    with open_gym(gym, opts.device, workers, cache) as pool, Progress(
-            TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.description}"), transient=False, console=_stderr_console()) as prog:
-        bar = prog.add_task("", total=len(cands))
-
+    counts = {"new": 0}
+    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
         def tick(r):
-            prog.update(bar, advance=1, description=f"{r.task}: {r.verdict}")
+            counts["new"] += 1
+            prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}")
 
         opts.device = pool.device
-        return evaluate_candidates(cands, pool, opts, out, on_result=tick)
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
+        rows = evaluate_candidates(cands, pool, opts, out, on_result=tick, overwrite=overwrite,
+                                   on_start=prog.start)
+    return rows, counts["new"]
 
 
 def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path], gym="local",
@@ -263,6 +458,7 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
     from drk.tasks import task_from_file
 
     task = task_from_file(task_file)
+    check_tasks([task])
     try:
         source = solution.read_text()
     except OSError as e:
@@ -277,19 +473,36 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
         typer.echo(json.dumps(res))
     else:
         typer.echo(feedback_text(res))
+    _raise_for_infra_results([res], gym)
     raise typer.Exit(0 if res["verdict"] == "ok" else 1)
 
 
+def _looks_like_path(model: str) -> bool:
+    """A --model that can only mean a local path: starts with ./ ../ / ~, ends with /, has more than one /,
+    or its first component is an existing local folder (runs/sft). Anything else may be a hub id (org/name)."""
+    if model.startswith((".", "/", "~")) or model.endswith("/") or model.count("/") > 1 or "\\" in model:
+        return True
+    return "/" in model and Path(model.split("/", 1)[0]).is_dir()
+
+
 def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
-                     device: str = "auto"):
+                     device: str = "auto", max_retries: int = 5):
+    import os
+
     from drk.engines import EngineError, EngineSpec, make_engine
 
     if not model:
         raise UserError("give --model (a local path / HF id, or the model name served at --base-url)")
-    if base_url is None and not Path(model).exists() and model.count("/") != 1:
-        raise UserError(f"model not found: {model} (a local directory, an HF id like org/name, or use --base-url)")
+    if base_url is None and not Path(model).expanduser().exists():
+        if _looks_like_path(model):  # never send a mistyped local path to the hub (slow retries, odd errors)
+            raise UserError(f"model not found: {model} is not an existing local directory (an HF id looks like "
+                            "org/name; a served model needs --base-url)")
+        if model.count("/") != 1:
+            raise UserError(f"model not found: {model} (a local directory, an HF id like org/name, or use --base-url)")
+    # DRK_BACKOFF_BASE_S: the first retry's mean delay (tests shorten it; the default suits real endpoints)
+    extra = {"backoff_base_s": float(os.environ["DRK_BACKOFF_BASE_S"])} if os.environ.get("DRK_BACKOFF_BASE_S") else {}
     spec = EngineSpec(model=model, base_url=base_url, api_key_env=api_key_env, max_concurrency=concurrency,
-                      device="cuda" if device.startswith("cuda") else device)
+                      device="cuda" if device.startswith("cuda") else device, max_retries=max_retries, extra=extra)
     try:
         return make_engine(spec)
     except EngineError as e:
@@ -298,21 +511,39 @@ def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env:
         raise UserError(f"cannot load model {model}: {str(e).splitlines()[0]}") from None
 
 
-def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts):
+def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
+                   seed: Optional[int] = None):
     from drk.agent.episode import EpisodeConfig
     from drk.engines import SamplingParams
 
     return EpisodeConfig(turns=turns, history=history, keep=keep, eval_options=opts,
-                         sampling=SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens))
+                         sampling=SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens,
+                                                 seed=seed))
 
 
-def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None) -> None:
+def _episode_note(ep) -> str:
+    if ep.infra_error:
+        return f"{ep.task.id}: infra_error"
+    best = ep.best_turn()
+    return f"{ep.task.id}: " + ("ok" if best is not None else (ep.turns[-1].result or {}).get("verdict", "no code")
+                                 if ep.turns else "no turns")
+
+
+def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None,
+                overwrite=False, wave=64) -> None:
     from drk.model_eval import evaluate_model
 
     out = out or Path("runs") / "eval-model"
-    with open_gym(gym, opts.device, workers, cache) as pool:
+    check_out(out)
+    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
         opts.device = pool.device
-        summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name)
+        summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name,
+                                 overwrite=overwrite, wave=wave, on_start=prog.start,
+                                 on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    if summary is None:
+        typer.echo(f"nothing to do: all {len(tasks) * samples} episodes are already in {out} (a finished run; "
+                   "--overwrite starts again)")
+        return
     render_summary(summary["per_turn"], f"drk eval --model {model_name}: {len(tasks)} tasks x {samples} samples")
     typer.echo(f"wrote {out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
 
@@ -324,27 +555,32 @@ TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelben
 @user_errors
 def collect_cmd(
     config: Optional[Path] = recipe_option(),
-    queries: Optional[str] = typer.Option(None, "--queries", help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
-    level: Optional[str] = typer.Option(None, "--level", help="Use KernelBench levels instead (contamination warning)."),
-    problems: Optional[str] = typer.Option(None, "--problems", help="Problem ids / rows: 1,2,19 or 1-10."),
-    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", help=KB_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="Teacher: OpenAI-compatible endpoint."),
-    model: Optional[str] = typer.Option(None, "--model", help="Teacher model name (or a local model path)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
-    out: Path = typer.Option(..., "--out", help="Writes OUT/trajectories.jsonl (appends; finished uuids are skipped)."),
-    turns: int = typer.Option(5, "--turns"),
-    samples: int = typer.Option(1, "--samples", help="Episodes per query."),
-    temperature: float = typer.Option(1.0, "--temperature"),
-    top_p: float = typer.Option(1.0, "--top-p"),
-    max_tokens: int = typer.Option(4096, "--max-tokens"),
-    concurrency: int = typer.Option(16, "--concurrency", help="Concurrent requests to the endpoint."),
-    wave: int = typer.Option(32, "--wave", help="Episodes run (and written) together."),
-    device: str = typer.Option("auto", "--device"),
-    workers: Optional[int] = typer.Option(None, "--workers"),
-    timeout: float = typer.Option(300.0, "--timeout"),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
+    sets: Optional[list[str]] = set_option(),
+    queries: Optional[str] = typer.Option(None, "--queries", rich_help_panel=P_IN, help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
+    level: Optional[str] = typer.Option(None, "--level", rich_help_panel=P_IN, help="Use KernelBench levels instead (contamination warning)."),
+    problems: Optional[str] = typer.Option(None, "--problems", rich_help_panel=P_IN, help="Problem ids / rows: 1,2,19 or 1-10."),
+    limit: Optional[int] = limit_option("queries"),
+    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", rich_help_panel=P_IN, help=KB_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL, help="Teacher: OpenAI-compatible endpoint."),
+    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Teacher model name (or a local model path)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL, help="Environment variable holding the API key."),
+    turns: int = typer.Option(5, "--turns", rich_help_panel=P_MODEL),
+    samples: int = typer.Option(1, "--samples", rich_help_panel=P_MODEL, help="Episodes per query."),
+    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
+    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
+    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL),
+    concurrency: int = typer.Option(16, "--concurrency", rich_help_panel=P_MODEL, help="Concurrent requests to the endpoint."),
+    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
+    wave: int = typer.Option(32, "--wave", rich_help_panel=P_MODEL, help="Episodes run together."),
+    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="cuda, cuda:N, cpu or auto."),
+    workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=P_EVAL),
+    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL),
+    seed: Optional[int] = seed_option(),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
+    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", rich_help_panel=P_EVAL, help=CACHE_HELP),
+    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Writes OUT/trajectories.jsonl; rerun with the same --out to resume."),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Collect multi-turn trajectories from a teacher; each turn's kernel is evaluated and the feedback goes
     into the next turn.
@@ -354,29 +590,39 @@ def collect_cmd(
       drk collect --queries data/queries --base-url https://api.openai.com/v1 --model gpt-4.1 --turns 5 --out runs/traj
       drk collect --queries rl-data.parquet --base-url http://localhost:8000/v1 --model teacher --samples 4 --out runs/t
     The API key is read from $OPENAI_API_KEY (or --api-key-env NAME) and never written anywhere.
+    An interrupted collection resumes when the same command is run again; episodes the endpoint or the
+    evaluator failed are not kept (they are retried by the next run).
     """
     from drk.collect import collect
 
-    tasks = _training_tasks(queries, level, problems, kernelbench)
-    engine = make_engine_from(model, base_url, api_key_env, concurrency, device)
-    opts = eval_options(device, timeout, input_budget_mb)
-    cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts)
-    with open_gym(gym, device, workers, eval_cache) as pool:
+    check_device(device)
+    check_out(out)
+    tasks = _training_tasks(queries, level, problems, kernelbench, limit)
+    engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
+    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
+    cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
+    with open_gym(gym, device, workers, eval_cache) as pool, StageProgress("collect") as prog:
         opts.device = pool.device
         stats = collect(tasks, engine, pool, cfg, out, samples=samples, teacher=model or "", wave=wave,
-                        on_episode=lambda ep: typer.echo(
-                            f"{ep.uuid}: rewards {[round(t.reward, 2) for t in ep.turns]}", err=True))
+                        overwrite=overwrite, on_start=prog.start,
+                        on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    if stats["todo"] == 0:
+        typer.echo(f"nothing to do: skipped {stats['skipped']} episodes already in {out}/trajectories.jsonl "
+                   "(a finished run; --overwrite starts again)")
+        return
     typer.echo(f"wrote {stats['written']} episodes ({stats['correct']} with a correct turn), skipped "
                f"{stats['skipped']} already in {out}/trajectories.jsonl")
 
 
-def _training_tasks(queries, level, problems, kernelbench) -> list:
+def _training_tasks(queries, level, problems, kernelbench, limit=None) -> list:
     from drk.tasks import load_kernelbench
     from drk.tasks.queries import load_queries, warn_if_benchmark
 
     if queries is None and level is None:
         raise UserError("give --queries (a query set) or --level (KernelBench)")
     tasks = load_queries(queries, problems) if queries else load_kernelbench(level, problems, kernelbench)
+    tasks = tasks[:limit] if limit else tasks
+    check_tasks(tasks)
     warn_if_benchmark(tasks, queries or "kernelbench")
     return tasks
 
@@ -386,21 +632,26 @@ def _training_tasks(queries, level, problems, kernelbench) -> list:
 def infer_cmd(
     task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
     config: Optional[Path] = recipe_option(),
-    model: Optional[str] = typer.Option(None, "--model", help="Local model path / HF id, or the model name at --base-url."),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
-    device: str = typer.Option("auto", "--device", help="Evaluation device: cuda or cpu."),
-    iterations: int = typer.Option(10, "--iterations", help="STTS iterations (the first is a multi-turn episode)."),
-    turns: int = typer.Option(5, "--turns", help="Turns in the first iteration."),
-    keep: int = typer.Option(4, "--keep", help="Past turns carried into each new context."),
-    select: str = typer.Option("topw", "--select", help="topw (top-w by reward, the paper) or window (best consecutive window)."),
-    out: Path = typer.Option(..., "--out", help="Writes OUT/history.jsonl, OUT/best.py, OUT/summary.json."),
-    temperature: float = typer.Option(1.0, "--temperature"),
-    top_p: float = typer.Option(1.0, "--top-p"),
-    max_tokens: int = typer.Option(4096, "--max-tokens"),
-    timeout: float = typer.Option(300.0, "--timeout"),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", help=GYM_HELP),
+    sets: Optional[list[str]] = set_option(),
+    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Local model path / HF id, or the model name at --base-url."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL),
+    iterations: int = typer.Option(10, "--iterations", rich_help_panel=P_MODEL, help="STTS iterations (the first is a multi-turn episode)."),
+    turns: int = typer.Option(5, "--turns", rich_help_panel=P_MODEL, help="Turns in the first iteration."),
+    keep: int = typer.Option(4, "--keep", rich_help_panel=P_MODEL, help="Past turns carried into each new context."),
+    select: str = typer.Option("topw", "--select", rich_help_panel=P_MODEL, help="topw (top-w by reward, the paper) or window (best consecutive window)."),
+    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
+    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
+    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL),
+    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, rich_help_panel=P_IN, help="Stop after N turns in all (a quick look), e.g. --limit 3."),
+    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="Evaluation device: cuda, cuda:N, cpu or auto."),
+    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL),
+    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL),
+    seed: Optional[int] = seed_option(),
+    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
+    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Writes OUT/history.jsonl, OUT/best.py, OUT/summary.json; rerun to resume."),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Sequential test-time scaling on one task: keep every turn, rebuild each context from the first
     prompt plus the best past turns, and keep the best correct kernel.
@@ -409,6 +660,7 @@ def infer_cmd(
     Examples:
       drk infer task.py --base-url http://localhost:8000/v1 --model drkernel-14b --out runs/infer
       drk infer task.py --model ./checkpoints/rl --iterations 10 --turns 5 --keep 4 --out runs/infer
+    An interrupted run resumes from its last finished turn when the same command is run again.
     """
     from rich.console import Console
     from rich.table import Table
@@ -419,10 +671,16 @@ def infer_cmd(
 
     if select not in ("topw", "window"):
         raise UserError("--select must be topw or window")
+    check_device(device)
+    check_out(out)
     task = task_from_file(task_file)
-    engine = make_engine_from(model, base_url, api_key_env, 4, device)
-    opts = eval_options(device, timeout, input_budget_mb)
-    cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts)
+    check_tasks([task])
+    engine = make_engine_from(model, base_url, api_key_env, 4, device, max_retries)
+    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
+    cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts, seed)
+    scfg = STTSConfig(iterations, turns, 1, keep, select)
+    if limit:  # --limit N turns in all: shorten the schedule (first iteration first)
+        scfg = STTSConfig(max(1, 1 + limit - min(turns, limit)), min(turns, limit), 1, keep, select)
     table = Table(title=f"drk infer {task.id}")
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
         table.add_column(col)
@@ -436,8 +694,10 @@ def infer_cmd(
 
     with open_gym(gym, device, 1) as pool:
         opts.device = pool.device
-        ep, summary = run_infer(task, engine, pool, cfg, STTSConfig(iterations, turns, 1, keep, select), out,
-                                on_turn=row)
+        ep, summary = run_infer(task, engine, pool, cfg, scfg, out, on_turn=row, overwrite=overwrite)
+    if summary.get("already_finished"):
+        typer.echo(f"nothing to do: {out} holds this finished run ({summary['turns']} turns; --overwrite starts again)")
+        return
     Console(stderr=True).print(table)
     if summary["best_turn"] is None:
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
@@ -445,21 +705,47 @@ def infer_cmd(
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
 
 
+REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
+
+
+def check_report_to(report_to: Optional[str]) -> None:
+    """An unknown tracker, or one whose package is missing, is refused before training starts."""
+    if report_to is None or report_to == "none":
+        return
+    if report_to not in REPORT_TO:
+        raise UserError(f"unknown --report-to {report_to!r}: use one of {', '.join(REPORT_TO)}")
+    import importlib.util
+
+    if importlib.util.find_spec(report_to) is None:
+        raise UserError(f"--report-to {report_to} needs the {report_to} package: pip install {report_to}")
+
+
+def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
+    """Flags over `--set key=value` (dotted keys reach nested sections, e.g. algo.use_mrs=false)."""
+    from drk.config import merge, parse_sets
+
+    return merge(parse_sets(sets or [], nested=True), flags)
+
+
 @app.command("sft")
 @user_errors
 def sft_cmd(
-    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/sft.yaml."),
-    model: Optional[str] = typer.Option(None, "--model", help="HF id or local path; 'tiny' builds the offline test model."),
-    data: Optional[str] = typer.Option(None, "--data", help="trajectories.jsonl from drk collect, or an HF dataset id."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory."),
-    filter: Optional[str] = typer.Option(None, "--filter", help="all | correct | upto_best."),
-    lr: Optional[float] = typer.Option(None, "--lr"),
-    epochs: Optional[float] = typer.Option(None, "--epochs"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Global batch (sequences per step)."),
-    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size"),
-    max_length: Optional[int] = typer.Option(None, "--max-length"),
-    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora"),
-    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing"),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/sft.yaml."),
+    sets: Optional[list[str]] = set_option(eager=False),
+    data: Optional[str] = typer.Option(None, "--data", rich_help_panel=P_IN, help="trajectories.jsonl from drk collect, or an HF dataset id."),
+    filter: Optional[str] = typer.Option(None, "--filter", rich_help_panel=P_IN, help="all | correct | upto_best."),
+    limit: Optional[int] = limit_option("conversations"),
+    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="HF id or local path; 'tiny' builds the offline test model."),
+    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", rich_help_panel=P_MODEL),
+    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
+    epochs: Optional[float] = typer.Option(None, "--epochs", rich_help_panel=P_TRAIN),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", rich_help_panel=P_TRAIN, help="Global batch (sequences per step)."),
+    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size", rich_help_panel=P_TRAIN),
+    max_length: Optional[int] = typer.Option(None, "--max-length", rich_help_panel=P_TRAIN),
+    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing", rich_help_panel=P_TRAIN),
+    seed: Optional[int] = seed_option(what="training"),
+    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Checkpoint directory."),
+    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker: tensorboard, trackio, wandb or none."),
 ) -> None:
     """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
     turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
@@ -468,14 +754,20 @@ def sft_cmd(
     Examples:
       drk sft -c recipes/tiny/sft.yaml --out runs/tiny-sft          # CPU, offline, a few minutes
       drk sft -c recipes/sft.yaml --model Qwen/Qwen3-8B-Base --data runs/collect/trajectories.jsonl
+      drk sft -c recipes/sft.yaml --set lora=true --set lora_r=32 --report-to tensorboard --out runs/sft
     """
     from drk.config import load_config
     from drk.train.sft import SFTConfig, run_sft
 
-    cfg = load_config(SFTConfig, config, {"model": model, "data": data, "out": str(out) if out else None,
-                                          "filter": filter, "lr": lr, "epochs": epochs, "batch_size": batch_size,
-                                          "micro_batch_size": micro_batch_size, "max_length": max_length,
-                                          "lora": lora, "packing": packing})
+    check_out(out)
+    check_report_to(report_to)
+    overrides = _training_overrides(
+        {"model": model, "data": data, "out": str(out) if out else None, "filter": filter, "lr": lr,
+         "epochs": epochs, "batch_size": batch_size, "micro_batch_size": micro_batch_size,
+         "max_length": max_length, "lora": lora, "packing": packing, "seed": seed, "limit": limit,
+         "report_to": report_to}, sets)
+    cfg = load_config(SFTConfig, config, overrides)
+    check_report_to(cfg.report_to)
     summary = run_sft(cfg)
     typer.echo(f"trained {summary['steps']} steps on {summary['examples']} conversations; loss "
                f"{summary['losses'][0] if summary['losses'] else float('nan'):.3f} -> "
@@ -485,20 +777,25 @@ def sft_cmd(
 @app.command("rl")
 @user_errors
 def rl_cmd(
-    config: Optional[Path] = typer.Option(None, "-c", "--config", help="Recipe (YAML), e.g. recipes/rl.yaml."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run in this directory from its latest checkpoint."),
-    model: Optional[str] = typer.Option(None, "--model", help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b."),
-    queries: Optional[str] = typer.Option(None, "--queries", help="Query set (default data/queries)."),
-    steps: Optional[int] = typer.Option(None, "--steps"),
-    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step"),
-    rollouts: Optional[int] = typer.Option(None, "--rollouts"),
-    turns: Optional[int] = typer.Option(None, "--turns"),
-    lr: Optional[float] = typer.Option(None, "--lr"),
-    eval_device: Optional[str] = typer.Option(None, "--eval-device", help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: Optional[str] = typer.Option(None, "--env", help="gym (the evaluator) or toy (code-block reward, for tests)."),
-    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", help=GYM_HELP),
-    stop_after: Optional[int] = typer.Option(None, "--stop-after", help="Stop after this step (for smoke runs)."),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/rl.yaml."),
+    sets: Optional[list[str]] = set_option(eager=False),
+    queries: Optional[str] = typer.Option(None, "--queries", rich_help_panel=P_IN, help="Query set (default data/queries)."),
+    limit: Optional[int] = limit_option("queries"),
+    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b."),
+    steps: Optional[int] = typer.Option(None, "--steps", rich_help_panel=P_TRAIN),
+    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step", rich_help_panel=P_TRAIN),
+    rollouts: Optional[int] = typer.Option(None, "--rollouts", rich_help_panel=P_TRAIN),
+    turns: Optional[int] = typer.Option(None, "--turns", rich_help_panel=P_TRAIN),
+    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
+    seed: Optional[int] = seed_option(what="training"),
+    stop_after: Optional[int] = typer.Option(None, "--stop-after", rich_help_panel=P_TRAIN, help="Stop after this step (for smoke runs)."),
+    eval_device: Optional[str] = typer.Option(None, "--eval-device", rich_help_panel=P_EVAL, help="Where kernels are evaluated: cpu, cuda, cuda:N."),
+    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", rich_help_panel=P_OUT, help="Continue the run in this directory from its latest checkpoint."),
+    overwrite: bool = overwrite_option(),
+    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker (through accelerate): tensorboard, trackio, wandb or none."),
 ) -> None:
     """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
     and profiling-based rejection sampling (PRS); resumable from any checkpoint.
@@ -508,34 +805,49 @@ def rl_cmd(
       drk rl -c recipes/tiny/rl.yaml --out runs/tiny-rl                  # CPU, offline, a few minutes
       drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl            # the paper's recipe
       drk rl --resume runs/rl                                             # continue a killed run
+      drk rl -c recipes/rl.yaml --set algo.use_mrs=false --report-to tensorboard --out runs/rl-nomrs
       accelerate launch -m drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl
     """
-    from drk.config import load_config
-    from drk.train.rl import RLConfig, train
+    from drk.config import build, load_config, merge
+    from drk.train.rl import RLConfig, check_run_dir, train
 
-    overrides = {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
-                 "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
-                 "eval_device": eval_device, "env": env, "gym": gym}
+    check_out(out)
+    check_report_to(report_to)
+    if eval_device is not None:
+        check_device(eval_device, "--eval-device")
+    overrides = _training_overrides(
+        {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
+         "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
+         "eval_device": eval_device, "env": env, "gym": gym, "seed": seed, "limit": limit,
+         "report_to": report_to}, sets)
+    auto_resume = False
     if resume is not None:
         saved = resume / "rl_config.json"
         if not saved.exists():
             raise UserError(f"nothing to resume: {saved} not found")
-        from drk.config import build, merge
-
-        cfg = build(RLConfig, merge(json.loads(saved.read_text()), overrides))
+        cfg = build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides))
     else:
         cfg = load_config(RLConfig, config, overrides)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        auto_resume = check_run_dir(cfg, overwrite=overwrite)  # another run's directory is refused
+        if auto_resume:
+            from drk.train.rl import latest_checkpoint
 
-    with Progress(TextColumn("[bold]rl"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=_stderr_console()) as prog:
-        bar = prog.add_task("", total=cfg.steps)
+            done = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())["step"]
+            if done >= cfg.steps:
+                typer.echo(f"nothing to do: {cfg.out} holds this finished run ({done} steps; --overwrite starts again)")
+                return
+            typer.echo(f"resuming the run in {cfg.out} from step {done}", err=True)
+    check_report_to(cfg.report_to)
+    check_device(cfg.eval_device, "--eval-device")
+
+    with StageProgress("rl") as prog:
+        prog.start(cfg.steps, 0)
 
         def tick(m: dict) -> None:
-            prog.update(bar, completed=m["step"], description=f"reward {m['reward_mean']:.3f} correct "
-                                                                f"{m['correct']:.2f} loss {m['loss']:.4f}")
+            prog.prog.update(prog.bar, completed=m["step"], ok=f"{m['correct']:.0%}",
+                             description=f"reward {m['reward_mean']:.3f} loss {m['loss']:.4f}")
 
-        m = train(cfg, resume=resume is not None, stop_after=stop_after, on_step=tick)
+        m = train(cfg, resume=resume is not None or auto_resume, stop_after=stop_after, on_step=tick)
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")
@@ -545,7 +857,25 @@ gym_app = typer.Typer(no_args_is_help=True, help="The evaluator as a service.")
 app.add_typer(gym_app, name="gym")
 
 
+def _needs_serve_extra(fn):
+    """`drk gym serve` without fastapi/uvicorn: one line saying how to install them (not a traceback from
+    deep inside the server)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        import importlib.util
+
+        missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+        if missing:
+            fail(f"drk gym serve needs {' and '.join(missing)} (the serve extra): pip install 'drk[serve]'")
+        return fn(*a, **k)
+
+    return wrapper
+
+
 @gym_app.command("serve")
+@_needs_serve_extra
 @user_errors
 def gym_serve(
     host: str = typer.Option("127.0.0.1", "--host"),

@@ -1,9 +1,16 @@
 """`drk collect`: multi-turn trajectories from a teacher, written to OUT/trajectories.jsonl.
 
 One line per finished episode (`Episode.record`): uuid, task, messages (alternating user/assistant, ready
-for SFT), per-turn code/result/reward/feedback, best_round, final_speedup, teacher, usage. Resumable:
-uuids already in the file are skipped, so a rerun continues where an interrupted run stopped; episodes are
-run in waves and written as each wave finishes, so an interruption loses at most the wave in flight.
+for SFT), per-turn code/result/reward/feedback, best_round, final_speedup, teacher, usage.
+
+Resume: uuids already in the file are skipped, so rerunning the same command continues where an interrupted
+run stopped; episodes run in waves and each is written the moment it finishes, so an interruption loses at
+most the episodes in flight. A directory holding a collection with other settings (collect_config.json) is
+refused unless `overwrite`.
+
+Infrastructure errors (the endpoint or the evaluator failing after retries) are not the teacher's: such an
+episode never enters trajectories.jsonl (it is not training data); it is logged to OUT/infra_errors.jsonl
+with verdict infra_error, the run stops after the wave in flight (InfraError) and the next run redoes it.
 """
 from __future__ import annotations
 
@@ -11,9 +18,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from drk.agent.episode import Episode, EpisodeConfig, episode_uuid, new_episode, run_episodes
-from drk.records import JsonlWriter, read_jsonl, write_json
+from drk.agent.episode import (STOPPED_INFRA, Episode, EpisodeConfig, episode_uuid, infra_failure, new_episode,
+                               run_episodes)
+from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl
 from drk.tasks import Task
+
+OUTPUTS = ("trajectories.jsonl", "infra_errors.jsonl")
 
 
 def _usage(ep: Episode) -> dict:
@@ -25,25 +35,53 @@ def _usage(ep: Episode) -> dict:
     return total
 
 
+def _is_infra_record(rec: dict) -> bool:
+    # "engine_error" is how older versions marked an endpoint failure that they wrongly kept as data
+    return rec.get("stopped") in (STOPPED_INFRA, "engine_error")
+
+
 def collect(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: str | Path, *, samples: int = 1,
-            teacher: str = "", wave: int = 32, on_episode: Callable[[Episode], None] | None = None) -> dict:
+            teacher: str = "", wave: int = 32, on_episode: Callable[[Episode], None] | None = None,
+            on_start: Callable[[int, int], None] | None = None, overwrite: bool = False) -> dict:
+    """Run the missing episodes; returns {"skipped", "written", "correct", "todo"}. Raises InfraError when
+    the endpoint or the evaluator failed (after the finished episodes are written)."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_run_dir(out, "collect_config.json", {"teacher": teacher, "episode": asdict(cfg)}, overwrite=overwrite,
+                  outputs=OUTPUTS)
     path = out / "trajectories.jsonl"
+    rewrite_jsonl(path, lambda r: not _is_infra_record(r))  # poisoned records of older versions are redone
     done = {r.get("uuid") for r in read_jsonl(path)}
     todo = [(t, s) for t in tasks for s in range(samples) if episode_uuid(t, s) not in done]
-    write_json(out / "collect_config.json", {"teacher": teacher, "samples": samples, "tasks": len(tasks),
-                                             "episode": asdict(cfg)})
-    stats = {"skipped": len(tasks) * samples - len(todo), "written": 0, "correct": 0}
+    stats = {"skipped": len(tasks) * samples - len(todo), "written": 0, "correct": 0, "todo": len(todo)}
+    if on_start is not None:
+        on_start(len(todo), stats["skipped"])
+    if not todo:
+        return stats
     wave = max(1, wave)
-    with JsonlWriter(path) as w:
+    with JsonlWriter(path) as w, JsonlWriter(out / "infra_errors.jsonl") as wi:
         for i in range(0, len(todo), wave):
             eps = [new_episode(t, s, cfg) for t, s in todo[i:i + wave]]
-            run_episodes(eps, engine, gym, cfg)
-            for ep in eps:
-                w.write(ep.record(teacher=teacher, usage=_usage(ep)))
-                stats["written"] += 1
-                stats["correct"] += ep.best_turn() is not None
-                if on_episode is not None:
-                    on_episode(ep)
+            written: set[str] = set()
+
+            def flush(_t: int, episodes: list[Episode]) -> None:
+                """Write every episode that has just finished (all turns, or stopped)."""
+                for ep in episodes:
+                    if ep.uuid in written or not (ep.stopped or len(ep.turns) >= cfg.turns):
+                        continue
+                    written.add(ep.uuid)
+                    if ep.infra_error:
+                        wi.write({"uuid": ep.uuid, "task": ep.task.id, "verdict": "infra_error",
+                                  "error": ep.infra_error, "turn": len(ep.turns) - 1})
+                    else:
+                        w.write(ep.record(teacher=teacher, usage=_usage(ep)))
+                        stats["written"] += 1
+                        stats["correct"] += ep.best_turn() is not None
+                    if on_episode is not None:  # every finished episode, infra failures included (progress)
+                        on_episode(ep)
+
+            run_episodes(eps, engine, gym, cfg, on_turn=flush)
+            flush(cfg.turns, eps)
+            failure = infra_failure(eps, engine, len(todo) - stats["written"])
+            if failure is not None:
+                raise failure
     return stats

@@ -103,7 +103,52 @@ def merge(base: dict, overrides: dict) -> dict:
     return out
 
 
+# Recipe keys that name inputs. A relative input path in a recipe is resolved against the recipe's folder,
+# so a recipe next to its data works from any working directory: always when written ./x or ../x, otherwise
+# when it exists there (else it is kept as written: relative to where the command runs, or a hub id like
+# org/name; `model` is resolved only in the explicit ./ form, since "tiny" or "org/name" name models).
+# Outputs (`out`, caches) are always relative to where the command runs.
+INPUT_KEYS = ("model", "data", "queries", "tasks_path", "solutions", "solution", "kernelbench", "task_file")
+
+
+def resolve_recipe_paths(data: dict, recipe_dir: str | Path) -> dict:
+    out = dict(data)
+    for key in INPUT_KEYS:
+        v = out.get(key)
+        if isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+            cand = Path(recipe_dir) / v
+            explicit = v.startswith(("./", "../"))
+            if explicit or (key != "model" and cand.exists()):
+                out[key] = str(cand)
+    return out
+
+
+def parse_sets(items: list[str] | tuple[str, ...], nested: bool = True) -> dict:
+    """`["turns=3", "algo.kl_coef=0.1"]` -> {"turns": 3, "algo": {"kl_coef": 0.1}}; values are read as YAML
+    (numbers, booleans, lists). Dashes in keys become underscores, as in option names."""
+    import yaml
+
+    out: dict = {}
+    for item in items or ():
+        key, sep, raw = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set turns=3")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        parts = key.split(".") if nested else [key]
+        d = out
+        for part in parts[:-1]:
+            d = d.setdefault(part, {})
+            if not isinstance(d, dict):
+                raise ConfigError(f"--set {item!r}: {part} is not a section")
+        d[parts[-1]] = value
+    return out
+
+
 def load_config(cls: type[T], recipe: str | Path | None = None, overrides: dict | None = None) -> T:
-    data = load_yaml(recipe) if recipe else {}
+    data = resolve_recipe_paths(load_yaml(recipe), Path(recipe).parent) if recipe else {}
     return build(cls, merge(data, overrides or {}))
 

@@ -10,6 +10,8 @@ Definitions (KernelBench / Dr. Kernel):
   fast_p is None there.
 - geomean speedup: geometric mean of speedups over the `ok` candidates that have one.
 Results flagged `degenerate_task` are left out of the headline group and reported under "degenerate".
+Results with verdict `infra_error` (the endpoint or the evaluator failed, not the candidate) are never scored:
+they are left out of every denominator and only counted (`infra_errors`).
 """
 from __future__ import annotations
 
@@ -19,6 +21,11 @@ from typing import Iterable
 
 FAST_P = (1.0, 1.2, 1.5, 2.0)
 HACK_VERDICTS = ("no_triton", "hacked", "forbidden")
+INFRA_ERROR = "infra_error"  # drk.gym.types.INFRA_ERROR (not imported: this module stays import-light)
+
+
+def is_infra(r) -> bool:
+    return _get(r, "verdict") == INFRA_ERROR
 
 
 def _get(r, k, d=None):
@@ -40,10 +47,12 @@ def geomean(xs: Iterable[float]) -> float | None:
 
 
 def summarize(results: list) -> dict:
-    """Headline numbers for one group of results."""
+    """Headline numbers for one group of results (infra_error results are counted, never scored)."""
+    infra = sum(1 for r in results if is_infra(r))
+    results = [r for r in results if not is_infra(r)]
     n = len(results)
     if n == 0:
-        return {"n": 0}
+        return {"n": 0, "infra_errors": infra} if infra else {"n": 0}
     ok = [r for r in results if _get(r, "verdict") == "ok"]
     verdicts: dict[str, int] = defaultdict(int)
     for r in results:
@@ -58,6 +67,7 @@ def summarize(results: list) -> dict:
         "mean_coverage": (sum(_get(r, "coverage") for r in ok if _get(r, "coverage") is not None)
                           / max(1, sum(_get(r, "coverage") is not None for r in ok))) if ok else None,
         "verdicts": dict(sorted(verdicts.items())),
+        "infra_errors": infra,
     }
     for p in FAST_P:
         out[f"fast_{p:g}"] = fast_p(results, p, "speedup")
@@ -79,6 +89,8 @@ def best_per_task(results: list) -> list:
         return (_get(r, "verdict") == "ok", sp if sp is not None else -1.0, _get(r, "coverage") or 0.0)
 
     for r in results:
+        if is_infra(r):
+            continue
         t = _get(r, "task")
         if t not in best or score(r) > score(best[t]):
             best[t] = r

@@ -4,6 +4,11 @@ per turn and best-of-history, with the same metrics code as `drk eval --solution
 Files: OUT/results.jsonl (one line per episode turn: the evaluator result plus episode, sample, turn,
 reward), OUT/episodes.jsonl (conversations), OUT/summary.json, OUT/report.md, OUT/speedup_per_turn.png.
 A turn whose reply had no code counts as not compiled.
+
+Each episode is written the moment it finishes, so an interrupt loses only the episodes in flight; rerunning
+with the same OUT runs only the missing episodes (OUT/eval_config.json identifies the run; another config is
+refused unless `overwrite`). A turn the endpoint or the evaluator failed (after retries) is recorded with
+verdict infra_error; its episode is left out of every score and redone by the next run.
 """
 from __future__ import annotations
 
@@ -11,19 +16,26 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
-from drk.agent.episode import Episode, EpisodeConfig, new_episode, run_episodes
+from drk.agent.episode import Episode, EpisodeConfig, episode_uuid, infra_failure, new_episode, run_episodes
 from drk.engines.base import TimedEngine
 from drk.metrics import best_per_task, summarize
-from drk.records import JsonlWriter, start_fresh, write_json
+from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl, write_json
 from drk.tasks import Task
+
+OUTPUTS = ("results.jsonl", "episodes.jsonl", "summary.json", "report.md", "speedup_per_turn.png")
+SALT = "eval"
 
 
 def turn_record(ep: Episode, sample: int, t) -> dict:
-    base = t.result or {"task": ep.task.id, "verdict": "compile_error", "compiled": False, "correct": False,
+    # no result: either the reply had no code (the model's fault: not compiled) or the engine failed after
+    # retries (the infrastructure's: infra_error, never scored)
+    verdict = "infra_error" if t.engine_error else "compile_error"
+    base = t.result or {"task": ep.task.id, "verdict": verdict, "compiled": False, "correct": False,
                         "error": t.engine_error or t.extraction_error, "flags": []}
     return {**base, "episode": ep.uuid, "sample": sample, "turn": t.index, "reward": t.reward,
-            "no_code": t.result is None}
+            "no_code": t.result is None and not t.engine_error}
 
 
 def per_turn_summaries(records: list[dict], turns: int) -> dict:
@@ -39,27 +51,62 @@ def per_turn_summaries(records: list[dict], turns: int) -> dict:
 
 
 def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: str | Path, *,
-                   samples: int = 1, model_name: str = "") -> dict:
+                   samples: int = 1, model_name: str = "", wave: int = 64, overwrite: bool = False,
+                   on_start: Callable[[int, int], None] | None = None,
+                   on_episode: Callable[[Episode], None] | None = None) -> dict | None:
+    """Run the episodes not yet in OUT, writing each as it finishes; returns the summary, or None when OUT
+    already holds this finished run (nothing is done). Raises InfraError (after writing what finished and a
+    partial summary) when the endpoint or the evaluator failed; the next run redoes those episodes."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("results.jsonl", "episodes.jsonl"):
-        start_fresh(out / name)
-    eps = [(s, new_episode(t, s, cfg, salt="eval")) for t in tasks for s in range(samples)]
+    resumed = claim_run_dir(out, "eval_config.json", {"model": model_name, "episode": asdict(cfg)},
+                            overwrite=overwrite, outputs=OUTPUTS)
+    results, episodes = out / "results.jsonl", out / "episodes.jsonl"
+    # an episode is done when its record is in episodes.jsonl and the infrastructure did not fail it;
+    # anything else (infra failures, turns of an episode cut by an interrupt) is dropped and redone
+    done = {r["uuid"] for r in read_jsonl(episodes) if r.get("uuid") and not _infra_stopped(r)}
+    rewrite_jsonl(episodes, lambda r: r.get("uuid") in done)
+    rewrite_jsonl(results, lambda r: r.get("episode") in done)
+    plan = [(t, s) for t in tasks for s in range(samples)]
+    selected = {episode_uuid(t, s, SALT) for t, s in plan}
+    todo = [(t, s) for t, s in plan if episode_uuid(t, s, SALT) not in done]
+    if on_start is not None:
+        on_start(len(todo), len(plan) - len(todo))
+    if not todo and resumed and (out / "summary.json").exists():
+        return None
     timed = TimedEngine(engine)
     before = timed.usage()
     t0 = time.perf_counter()
-    run_episodes([e for _, e in eps], timed, gym, cfg)
+    failure = None
+    with JsonlWriter(results) as w, JsonlWriter(episodes) as we:
+        for i in range(0, len(todo), max(1, wave)):
+            eps = [(s, new_episode(t, s, cfg, salt=SALT)) for t, s in todo[i:i + max(1, wave)]]
+            written: set[str] = set()
+
+            def flush(_t: int, _eps) -> None:
+                """Write every episode that has just finished (all turns, or stopped)."""
+                for s, ep in eps:
+                    if ep.uuid in written or not (ep.stopped or len(ep.turns) >= cfg.turns):
+                        continue
+                    written.add(ep.uuid)
+                    for turn in ep.turns:
+                        w.write(turn_record(ep, s, turn))
+                    we.write(ep.record(teacher=model_name))
+                    if on_episode is not None:
+                        on_episode(ep)
+
+            run_episodes([e for _, e in eps], timed, gym, cfg, on_turn=flush)
+            flush(cfg.turns, None)
+            failure = infra_failure([e for _, e in eps], engine, len(todo) - i - len(eps))
+            if failure is not None:
+                failure.unfinished += sum(1 for _, e in eps if e.infra_error)
+                break
     wall = time.perf_counter() - t0
     used = {k: timed.usage()[k] - before[k] for k in ("prompt_tokens", "completion_tokens")}
-    records = []
-    with JsonlWriter(out / "results.jsonl") as w, JsonlWriter(out / "episodes.jsonl") as we:
-        for s, ep in eps:
-            for t in ep.turns:
-                rec = turn_record(ep, s, t)
-                records.append(rec)
-                w.write(rec)
-            we.write(ep.record(teacher=model_name))
+    ep_recs = [r for r in read_jsonl(episodes) if r.get("uuid") in selected]
+    infra = {r["uuid"] for r in ep_recs if _infra_stopped(r)}
+    records = [r for r in read_jsonl(results) if r.get("episode") in selected and r["episode"] not in infra]
     summary = {"model": model_name, "tasks": len(tasks), "samples": samples, "turns": cfg.turns,
+               "complete": failure is None, "episodes": len(ep_recs) - len(infra), "infra_errors": len(infra),
                "per_turn": per_turn_summaries(records, cfg.turns), "config": asdict(cfg),
                "seconds": {"total": round(wall, 3), "generate": round(timed.seconds, 3),
                            "evaluate_and_rest": round(wall - timed.seconds, 3)},
@@ -68,7 +115,13 @@ def evaluate_model(tasks: list[Task], engine, gym, cfg: EpisodeConfig, out_dir: 
     write_json(out / "summary.json", summary)
     (out / "report.md").write_text(report_markdown(summary))
     plot_speedups(records, cfg.turns, out / "speedup_per_turn.png")
+    if failure is not None:
+        raise failure
     return summary
+
+
+def _infra_stopped(rec: dict) -> bool:
+    return rec.get("stopped") in ("infra_error", "engine_error")
 
 
 def _pct(x) -> str:
@@ -102,6 +155,9 @@ def report_markdown(summary: dict) -> str:
                      f"{_pct(s['fast_1'])} | {_pct(s['fast_1.2'])} | {_pct(s['fast_1.5'])} | {_pct(s['fast_2'])} | "
                      f"{_pct(s['fast_1_compile'])} | {_pct(s['fast_1.2_compile'])} | {_num(s['geomean_speedup'])} | "
                      f"{_num(s['geomean_speedup_compile'])} |")
+    if summary.get("infra_errors"):
+        lines += ["", f"{summary['infra_errors']} episode(s) failed on infrastructure (infra_error) and are left out "
+                  "of every number above; rerun the same command to retry them."]
     lines += ["", "fast_p: share of all candidates (or, best_of_t, of all episodes) that are correct and more than "
               "p times faster than the eager (or torch.compile) reference. Speedups are not measured on CPU."]
     return "\n".join(lines) + "\n"

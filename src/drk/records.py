@@ -90,3 +90,58 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     tmp.replace(p)
+
+
+def rewrite_jsonl(path: str | os.PathLike, keep) -> int:
+    """Atomically rewrite a JSON Lines file with only the records for which `keep(record)` is true (resume
+    drops records of items that must be redone, e.g. infrastructure failures). Returns how many were dropped."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    rows = list(read_jsonl(p))
+    kept = [r for r in rows if keep(r)]
+    if len(kept) == len(rows):
+        return 0  # nothing to drop: the file is left untouched
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in kept:
+            f.write(dumps(r) + "\n")
+    tmp.replace(p)
+    return len(rows) - len(kept)
+
+
+class RunDirError(ValueError):
+    """`--out` holds a different run (or is not a directory): shown to the user as one line."""
+
+
+def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, overwrite: bool = False,
+                  outputs: tuple[str, ...] = ()) -> bool:
+    """Make `out` this run's directory; returns True when it already held this very run (a resume).
+
+    The run is identified by `config` (the settings that decide its results), stored as OUT/`config_name`.
+    A directory holding a run with another config is refused: mixing two runs' records would silently
+    corrupt both. With `overwrite`, the old run's `outputs` (and its config) are deleted first."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise RunDirError(f"--out {p} is a file; give a directory (it will be created)")
+    cfg_path = p / config_name
+    saved = None
+    if cfg_path.exists():
+        try:
+            saved = json.loads(cfg_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            saved = None
+    fresh = json.loads(dumps(config))  # the config as it will read back from disk
+    # only this run's keys are compared: a config written by an older drk may hold extra keys
+    diff = sorted(k for k in fresh if saved is not None and saved.get(k) != fresh[k])
+    if diff and not overwrite:
+        raise RunDirError(f"{p} holds a different run ({config_name} differs in: {', '.join(diff)}); "
+                          "use another --out, or --overwrite to replace it")
+    if overwrite:
+        for name in (*outputs, config_name):
+            (p / name).unlink(missing_ok=True)
+        saved = None
+    p.mkdir(parents=True, exist_ok=True)
+    if saved != fresh:
+        write_json(cfg_path, config)
+    return saved is not None

@@ -15,17 +15,46 @@ A turn in a context is its assistant reply followed by the feedback it received.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 from drk.agent.extract import extract_code
 from drk.agent.prompts import feedback_prompt, initial_messages
 from drk.engines.base import FINISH_ERROR, Engine, SamplingParams
 from drk.gym.reward import RewardWeights, turn_reward
-from drk.gym.types import EvalOptions, EvalRequest
+from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest
 from drk.tasks import Task
 
 HISTORY_POLICIES = ("all", "topw", "window")
+STOPPED_INFRA = "infra_error"   # Episode.stopped when the endpoint or the evaluator failed (not the model)
+
+
+class InfraError(RuntimeError):
+    """The infrastructure (an endpoint or the evaluator) kept failing after retries, so a stage stops.
+
+    `where` names it (the endpoint URL, "evaluator ..."), `cause` says what happened (HTTP 401, connection
+    refused, ...), `unfinished` counts the items left for the next run, which redoes them."""
+
+    def __init__(self, where: str, cause: str, unfinished: int = 0) -> None:
+        super().__init__(f"{where}: {cause}")
+        self.where, self.cause, self.unfinished = where, cause, unfinished
+
+
+def engine_label(engine) -> str:
+    """What to name when the engine fails: its endpoint URL, else its name."""
+    spec = getattr(engine, "spec", None) or getattr(getattr(engine, "engine", None), "spec", None)
+    return getattr(spec, "base_url", None) or getattr(engine, "name", "the model engine")
+
+
+def infra_failure(episodes: list["Episode"], engine, unfinished: int) -> InfraError | None:
+    """An InfraError for the first episode the infrastructure failed, or None."""
+    for ep in episodes:
+        why = ep.infra_error
+        if why:
+            if why.startswith("evaluator: "):
+                return InfraError("evaluator", why[len("evaluator: "):], unfinished)
+            return InfraError(f"endpoint {engine_label(engine)}", why, unfinished)
+    return None
 
 
 @dataclass
@@ -60,6 +89,12 @@ class Turn:
             d.pop(k)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Turn":
+        """A turn read back from a record (a resumed run); unknown keys (e.g. "task") are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
 
 @dataclass
 class Episode:
@@ -67,7 +102,7 @@ class Episode:
     task: Task
     first_messages: list[dict]
     turns: list[Turn] = field(default_factory=list)
-    stopped: str = ""                 # why the episode ended early ("engine_error"), else ""
+    stopped: str = ""                 # why the episode ended early ("infra_error", "context_limit"), else ""
 
     def conversation(self) -> list[dict]:
         """First prompt, then assistant/feedback pairs; ends with the last assistant reply (SFT-ready)."""
@@ -77,6 +112,14 @@ class Episode:
             if i < len(self.turns) - 1:
                 msgs.append({"role": "user", "content": t.feedback})
         return msgs
+
+    @property
+    def infra_error(self) -> str:
+        """Why the infrastructure (endpoint or evaluator) failed this episode, or "". Such an episode says
+        nothing about the model: it is never scored or trained on, and the next run redoes it."""
+        if self.stopped != STOPPED_INFRA:
+            return ""
+        return next((t.engine_error for t in self.turns if t.engine_error), "infrastructure error")
 
     def best_turn(self) -> int | None:
         """Index of the best turn: correct first, then speedup, then reward; None if no turn is correct."""
@@ -171,20 +214,23 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> li
         turns.append(turn)
     for turn, res in zip(owners, gym.evaluate_batch(reqs) if reqs else []):
         turn.result = res.to_dict()
+        if res.verdict == INFRA_ERROR:  # the evaluator failed, not the candidate: an infrastructure error
+            turn.engine_error = f"evaluator: {res.error or 'infrastructure error'}"
     for ep, turn in zip(episodes, turns):
         turn.reward = turn_reward(turn.result, cfg.reward) if turn.result else 0.0
         turn.feedback = feedback_prompt(turn.result, turn.extraction_error, cfg.feedback_chars)
         ep.turns.append(turn)
-        if turn.engine_error:
-            ep.stopped = "engine_error"
+        if turn.engine_error:  # a generation that failed after retries, or an evaluator infra_error
+            ep.stopped = STOPPED_INFRA
     return turns
 
 
 def run_episodes(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig,
                  on_turn: Callable[[int, list[Episode]], None] | None = None) -> list[Episode]:
-    """Run `cfg.turns` turns on every episode (episodes stopped by an engine error drop out)."""
-    for t in range(cfg.turns):
-        active = [ep for ep in episodes if not ep.stopped]
+    """Run every episode up to `cfg.turns` turns (episodes stopped by an infrastructure error drop out).
+    Episodes that already have turns (a resumed run) continue from where they are."""
+    for t in range(min((len(ep.turns) for ep in episodes), default=0), cfg.turns):
+        active = [ep for ep in episodes if not ep.stopped and len(ep.turns) <= t]
         if not active:
             break
         step(active, engine, gym, cfg)

@@ -25,11 +25,16 @@ class STTSConfig:
     select: str = "topw"          # topw | window
 
 
+def total_turns(scfg: STTSConfig) -> int:
+    return scfg.turns + max(0, scfg.iterations - 1) * max(1, scfg.turns_per_iteration)
+
+
 def run_stts(task: Task, engine: Engine, gym, cfg: EpisodeConfig, scfg: STTSConfig,
-             on_turn: Callable[[Episode], None] | None = None) -> Episode:
-    """The whole schedule is one episode whose every context is built from the selected history."""
-    ep = new_episode(task, 0, cfg, salt="stts")
-    turns = scfg.turns + max(0, scfg.iterations - 1) * max(1, scfg.turns_per_iteration)
+             on_turn: Callable[[Episode], None] | None = None, episode: Episode | None = None) -> Episode:
+    """The whole schedule is one episode whose every context is built from the selected history.
+    `episode`: the turns of an interrupted run, continued from where they stopped."""
+    ep = episode or new_episode(task, 0, cfg, salt="stts")
+    turns = total_turns(scfg)
     run_episodes([ep], engine, gym, replace(cfg, turns=turns, history=scfg.select, keep=scfg.keep),
                  on_turn=(lambda t, eps: on_turn(ep)) if on_turn else None)
     return ep

@@ -127,8 +127,14 @@ class OpenAIEngine:
         if not conversations:
             return []
         workers = min(self.max_concurrency, len(conversations))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drk-openai") as pool:
-            return list(pool.map(lambda conv: self._samples_for(conv, params), conversations))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drk-openai")
+        try:
+            gens = list(pool.map(lambda conv: self._samples_for(conv, params), conversations))
+        except BaseException:  # Ctrl-C: start no queued request and do not wait here; the caller flushes
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return gens
 
     # ----------------------------------------------------------------------------------------------- internals
     def _samples_for(self, messages: list[dict], params: SamplingParams) -> list[Generation]:

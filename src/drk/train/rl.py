@@ -90,6 +90,8 @@ class RLConfig:
     keep_checkpoints: int = 2
     seed: int = 0
     log_rollouts: bool = True
+    limit: int | None = None         # use only the first N queries (after `problems`)
+    report_to: str = "none"          # none | tensorboard | trackio | wandb, through accelerate's trackers
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -148,8 +150,36 @@ def load_tasks(cfg: RLConfig):
     from drk.tasks.queries import load_queries, warn_if_benchmark
 
     tasks = load_queries(cfg.queries, cfg.problems)
+    tasks = tasks[:cfg.limit] if cfg.limit else tasks
     warn_if_benchmark(tasks, cfg.queries)
     return tasks
+
+
+def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
+    """For a run started without --resume: True when `cfg.out` holds this very run (same rl_config.json)
+    with a checkpoint, which then simply continues (the same command resumes). A directory holding another
+    run is refused: its checkpoints, metrics.jsonl and rollouts would mix with this run's. With `overwrite`,
+    or when the same run died before its first checkpoint, the old run's files are deleted first."""
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a directory (it will be created)")
+    saved = out / "rl_config.json"
+    if not saved.exists():
+        return False
+    try:
+        same = json.loads(saved.read_text()) == json.loads(json.dumps(asdict(cfg)))
+    except (OSError, ValueError):
+        same = False
+    if not same and not overwrite:
+        raise ConfigError(f"{out} holds another run (its rl_config.json differs); use another --out, "
+                          "or --overwrite to delete it and start again")
+    if same and not overwrite and latest_checkpoint(out) is not None:
+        return True
+    for name in ("checkpoints", "rollouts", "final", "tensorboard"):
+        shutil.rmtree(out / name, ignore_errors=True)
+    for name in ("metrics.jsonl", "rl_config.json", "eval_cache.sqlite"):
+        (out / name).unlink(missing_ok=True)
+    return False
 
 
 # ---------------------------------------------------------------------------------------------- rollouts
@@ -458,7 +488,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                           "log-probs of the full distribution); use top_p: 1.0 (the paper's setting) or "
                           "algo.use_mrs: false")
     cuda = torch.cuda.is_available()
-    accelerator = Accelerator(cpu=not cuda)
+    trackers = [] if cfg.report_to in ("none", "", None) else [cfg.report_to]
+    accelerator = Accelerator(cpu=not cuda, log_with=trackers or None, project_dir=str(out))
     set_seed(cfg.seed)
     model, tok = build_policy(cfg, str(accelerator.device))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
@@ -485,7 +516,10 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     engine, gym = _engine_and_gym(cfg, accelerator, model, tok)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     vocab_limit = len(tok) if accelerator.unwrap_model(model).config.vocab_size > len(tok) else None
-    tb = _tensorboard(out) if accelerator.is_main_process else None
+    if trackers:  # metrics.jsonl always has everything; a tracker is an extra view of it
+        accelerator.init_trackers("drk-rl", config={k: v for k, v in asdict(cfg).items()
+                                                    if isinstance(v, (int, float, str, bool))})
+    tb = _tensorboard(out) if accelerator.is_main_process and not trackers else None
     metrics: dict = {}
     try:
         with JsonlWriter(out / "metrics.jsonl") as mlog:
@@ -532,6 +566,9 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                         with JsonlWriter(out / "rollouts" / f"step_{step:05d}.jsonl") as rw:
                             for rec in rollout_records(groups, step):
                                 rw.write(rec)
+                    if trackers:
+                        accelerator.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))
+                                         and v is not None and math.isfinite(v)}, step=step)
                     if tb is not None:
                         for k, v in metrics.items():
                             if isinstance(v, (int, float)) and v is not None and math.isfinite(v):
@@ -545,6 +582,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
             gym.close()
         if tb is not None:
             tb.close()
+        if trackers:
+            accelerator.end_training()
     if accelerator.is_main_process and metrics.get("step") == cfg.steps:
         accelerator.unwrap_model(model).save_pretrained(out / "final")
         tok.save_pretrained(out / "final")

@@ -48,7 +48,8 @@ class SFTConfig:
     seed: int = 42
     logging_steps: int = 1
     save_steps: int = 0              # 0: save only at the end
-    report_to: str = "none"          # none | tensorboard | wandb
+    report_to: str = "none"          # none | tensorboard | trackio | wandb (the trainer's tracker integrations)
+    limit: int | None = None         # use only the first N conversations (after the filter)
 
 
 def load_conversations(cfg: SFTConfig) -> list[dict]:
@@ -67,6 +68,8 @@ def load_conversations(cfg: SFTConfig) -> list[dict]:
             raise ConfigError(f"training data not found: {cfg.data} ({type(e).__name__})") from None
     out = []
     for i, r in enumerate(rows):
+        if r.get("stopped") in ("infra_error", "engine_error"):
+            continue  # the endpoint or evaluator failed that episode: not the teacher's behaviour, never data
         msgs = r.get("messages")
         if not isinstance(msgs, list) or not msgs:
             raise ConfigError(f"{cfg.data}: row {i + 1} has no `messages` list")
@@ -80,7 +83,7 @@ def load_conversations(cfg: SFTConfig) -> list[dict]:
         out.append({"messages": [{"role": m["role"], "content": m["content"]} for m in msgs]})
     if not out:
         raise ConfigError(f"no trajectories left after filter {cfg.filter!r}")
-    return out
+    return out[:cfg.limit] if cfg.limit else out
 
 
 def truncate_after_turn(messages: list[dict], turn: int) -> list[dict]:
