@@ -100,3 +100,27 @@ def test_dead_judge_is_restarted(tmp_path):
         judge.wait()
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
         assert pool.slots[0].proc.pid != judge.pid
+
+
+def _drk(args: list[str], env_extra: dict) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    env = dict(os.environ, **env_extra)
+    return subprocess.run([sys.executable, "-m", "drk", *args], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=ROOT)
+
+
+def test_without_a_sandbox_drk_refuses_unless_the_user_says_unsafe(tmp_path):
+    task = "data/queries/001_scaled_tanh_bias.py"
+    sol = "data/query_solutions/001_scaled_tanh_bias.py"
+    no_bwrap = {"DRK_BWRAP": str(tmp_path / "no-such-bwrap")}
+    r = _drk(["eval", task, "--solution", sol, "--device", "cpu", "--out", str(tmp_path / "a")], no_bwrap)
+    assert r.returncode == 2 and "cannot isolate candidate code" in r.stderr and "Traceback" not in r.stderr
+    r = _drk(["--unsafe-no-sandbox", "eval", task, "--solution", sol, "--device", "cpu", "--out",
+              str(tmp_path / "b")], no_bwrap)
+    assert r.returncode == 0, r.stderr[-800:]
+    import json
+
+    res = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    assert [x["verdict"] for x in res] == ["ok"] and res[0]["versions"]["sandbox"] == "none"

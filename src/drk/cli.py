@@ -11,6 +11,8 @@ disk and rerunning the same command resumes.
 """
 from __future__ import annotations
 
+import os
+
 import json
 import re
 from pathlib import Path
@@ -43,12 +45,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
-                                       help="Print drk's version and exit.")) -> None:
+                                       help="Print drk's version and exit."),
+          unsafe_no_sandbox: bool = typer.Option(
+              False, "--unsafe-no-sandbox", envvar="DRK_UNSAFE_NO_SANDBOX",
+              help="Run candidate code without OS isolation when bubblewrap is unavailable (never on a shared "
+                   "machine; every result records sandbox: none).")) -> None:
     """drk: evaluate, collect, fine-tune and RL-train LLMs that write Triton kernels (Dr. Kernel).
 
     Every stage reads and writes files and uses one sandboxed evaluator (KernelGym): `drk eval`,
     `drk collect`, `drk infer`, `drk sft`, `drk rl`, `drk gym serve`. `drk COMMAND -h` shows examples.
     """
+    if unsafe_no_sandbox:  # read by every local evaluator pool this process starts, Ray actors included
+        os.environ["DRK_UNSAFE_NO_SANDBOX"] = "1"
 
 
 KB_HELP = "KernelBench problems folder (or set DRK_KERNELBENCH); without it, the Hugging Face dataset is used."
@@ -252,10 +260,13 @@ class open_gym:
     def __enter__(self):
         from drk.agent.episode import InfraError
         from drk.gym.backends import GymUnavailable, make_gym
+        from drk.gym.pool import SandboxError
 
         spec, device, workers, cache = self.args
         try:
             self.gym = make_gym(spec, device=device, workers=workers, cache_path=cache)
+        except SandboxError as e:
+            raise UserError(str(e)) from None
         except GymUnavailable as e:
             if not spec.startswith(("http://", "https://", "ray")):
                 raise UserError(str(e)) from None

@@ -372,6 +372,7 @@ class TrialChecks:
             if eager / runtime > opts.max_plausible_speedup:
                 res.flags.append(T.EXCESSIVE_SPEEDUP)
         res.runtime_ms, res.runtime_stats = runtime, stats
+        res.protocol["gpu_clocks"] = harness.gpu_clocks()
         res.speedup = eager / runtime if eager and runtime else None
         res.speedup_compile = compiled / runtime if compiled and runtime else None
         res.phase_seconds["timing"] = time.monotonic() - t0
@@ -401,7 +402,8 @@ class TrialChecks:
         opts, task, j = self.opts, self.task, self.j
         inputs = None  # regenerated only when a mode is not cached yet: the judge keeps no private copy
         sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
-               j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush)
+               j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush,
+               harness.TIMING_PROTOCOL)
         out = []
         for mode in ("eager", "compile"):
             if mode == "compile" and not opts.compile_baseline:

@@ -182,6 +182,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
+TIMING_PROTOCOL = "b2b-median+idle-check/2"  # part of the reference-time cache key: a new protocol, new times
 
 
 def runtime_of(ms: dict) -> tuple[float, dict, bool]:
@@ -318,3 +319,18 @@ def versions() -> dict[str, str]:
         out["cuda"] = str(torch.version.cuda)
         out["gpu"] = torch.cuda.get_device_name()
     return out
+
+
+def gpu_clocks() -> str:
+    """SM clock now / its maximum and the memory clock, as NVML reads them ('' without NVML): part of what a
+    reader needs to trust a timing, and never part of a cache key (clocks move)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        return (f"sm {pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)}/"
+                f"{pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)} MHz, mem "
+                f"{pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)} MHz")
+    except Exception:  # no NVML: the record says nothing rather than something wrong
+        return ""

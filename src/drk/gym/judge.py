@@ -128,7 +128,7 @@ class Judge:
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
         harness.pin_numerics()
-        self.versions = harness.versions()
+        self.versions = dict(harness.versions(), sandbox=iso.mode)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
         os.makedirs(base_cache, exist_ok=True)
         if self.cuda:  # Triton's launcher utilities built once by trusted code; candidates get a copy
@@ -307,7 +307,7 @@ class Judge:
         opts = req.options
         deadline = Budget(left_s=opts.timeout_s, hard_deadline=t_start + HARD_WALL_FACTOR * opts.timeout_s + 60.0)
         res = T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, request_id=req.request_id,
-                           task_hash=req.task.source_hash, versions=dict(self.versions, sandbox=self.iso.mode),
+                           task_hash=req.task.source_hash, versions=dict(self.versions),
                            protocol=protocol_of(opts, self.cuda))
         phases = res.phase_seconds
         failed = False
@@ -400,6 +400,9 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
             "input_budget_mb", "scale", "max_plausible_speedup", "low_coverage")
     p = {k: getattr(opts, k) for k in keys}
     p["timing"] = bool(opts.timing and cuda)
+    if p["timing"]:
+        p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check",
+                 l2_flush_bytes=harness.L2_FLUSH_BYTES if opts.l2_flush else 0)
     return p
 
 

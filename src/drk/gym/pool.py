@@ -180,8 +180,16 @@ class LocalPool(SubmitBackend):
     its judge prepared last) and runs them on its slot. Use as a context manager or call close()."""
 
     def __init__(self, device: str = "auto", workers: int | None = None, cache_dir: str | None = None,
-                 unsafe_no_sandbox: bool = False, slack_s: float = 600.0) -> None:
+                 unsafe_no_sandbox: bool | None = None, slack_s: float = 600.0) -> None:
         self.device = detect_device(device)
+        if unsafe_no_sandbox is None:  # the CLI's --unsafe-no-sandbox; never a request option
+            unsafe_no_sandbox = os.environ.get("DRK_UNSAFE_NO_SANDBOX", "") not in ("", "0")
+        from drk.gym import isolation
+
+        try:  # refuse here, once, with the reason, rather than in every evaluation
+            self.isolation = isolation.detect(allow_unsafe=unsafe_no_sandbox)
+        except isolation.SandboxUnavailable as e:
+            raise SandboxError(str(e)) from None
         self.cache_dir = cache_dir or default_cache_dir()
         os.makedirs(self.cache_dir, exist_ok=True)
         self.root = tempfile.mkdtemp(prefix="drk-gym-")
