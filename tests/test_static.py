@@ -108,10 +108,12 @@ def mul_kernel(x): pass
 @triton.jit
 def tuned_kernel(x): pass
 def helper(): pass
+def plain(x): pass
+wrapped = triton.jit(plain)
 class ModelNew(torch.nn.Module):
     pass
 """
-    assert triton_kernel_names(src) == {"add_kernel", "mul_kernel", "tuned_kernel"}
+    assert triton_kernel_names(src) == {"add_kernel", "mul_kernel", "tuned_kernel", "plain"}
     assert check_source(src).ok
     bad = src.replace("def add_kernel", "def sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize64x64x32")
     assert check_source(bad).verdict == "forbidden"

@@ -2,9 +2,10 @@
 the output-caching probe, profiling and coverage. Each step writes into the `EvalResult` it was given.
 
 Mode cycling: trial k runs in MODES[k % 4] (train/eval x grad/no-grad, trial 0 = KernelBench's train +
-grad). A mismatch in a train-mode trial is `incorrect`; in an eval-mode trial it is the flag
-`eval_mode_mismatch` only (tasks with BatchNorm/Dropout differ between modes, and the Dr. Kernel protocol
-checks train mode), but Triton must launch in every mode, or the verdict is `no_triton`.
+grad). A mismatch in a train-mode trial is `incorrect`; in an eval-mode trial it is `incorrect` too when the
+reference itself gives the same outputs in both modes, else the flag `eval_mode_mismatch` only (tasks with
+BatchNorm/Dropout differ between modes, and the Dr. Kernel protocol checks train mode). Triton must launch
+in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class TrialChecks:
         self.cpu_ref_ms: list[float] = []   # judge-measured wall time of reference forwards (CPU path)
         self.cpu_cand_ms: list[float] = []  # judge-measured wall time of candidate forward ops (CPU path)
         self.constants: list[float] | None = None
+        self.mode_independent = False  # set from trial 1: the reference gives the same in train and eval mode
         # The only names whose time counts as the candidate's Triton work: declared in its source, read here.
         self.kernel_names = static.triton_kernel_names(req.source)
 
@@ -225,7 +227,7 @@ class TrialChecks:
                         "function for every valid input")
                     res.flags.append(T.WIDE_INPUTS_FAILED)
                     return False
-                if train:
+                if train or self.mode_independent:
                     res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
                     return False
                 if EVAL_MODE_MISMATCH not in res.flags:
@@ -304,6 +306,13 @@ class TrialChecks:
                 v.copy_(saved[k])
         if not compare.compare_outputs(again, refs, self.opts.tolerance).ok:
             res.flags.append(T.NONDETERMINISTIC_REFERENCE)
+        # Does the reference depend on train/eval mode (BatchNorm, Dropout)? If not, an eval-mode mismatch is
+        # as wrong as a train-mode one (a kernel right only while self.training is not right).
+        evald, inputs, digest = self.reference(inputs, self.opts.seed, train=False, grad=True)
+        with torch.no_grad():
+            for k, v in task.model.named_buffers():
+                v.copy_(saved[k])
+        self.mode_independent = compare.compare_outputs(evald, refs, self.opts.tolerance).ok
         return inputs, digest
 
     def _degenerate(self, why: str) -> None:

@@ -242,8 +242,12 @@ def triton_kernel_names(source: str) -> set[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return set()
-    return {n.name for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_is_jit(d) for d in n.decorator_list)}
+    names = {n.name for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_is_jit(d) for d in n.decorator_list)}
+    # `k = triton.jit(fn)`: Triton names the kernel after fn
+    names |= {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_jit(n.func) and n.args
+              and isinstance(n.args[0], ast.Name)}
+    return names
 
 
 def check_source(source: str) -> StaticReport:
