@@ -31,7 +31,9 @@ class ForkServer:
     def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
                  env: dict[str, str]) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
-        self.uids = itertools.cycle([isolation.SANDBOX_UID_BASE + 2 * slot_index + k for k in (0, 1)])
+        uids = [isolation.SANDBOX_UID_BASE + 2 * slot_index + k for k in (0, 1)]
+        self.uids = itertools.cycle(uids)
+        self.accounts = isolation.fake_accounts(os.path.join(slot_dir, "etc"), uids + [os.getuid()])
         self.env = env
         self.lock = threading.Lock()
         self.ids = itertools.count()
@@ -47,7 +49,7 @@ class ForkServer:
         argv = [sys.executable, "-m", "drk.gym.zygote", "--fd", str(b.fileno()), "--mode", self.iso.mode,
                 "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root]
         if self.iso.sandboxed:
-            argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache]) + argv
+            argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache], accounts=self.accounts) + argv
         log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
         self.proc = subprocess.Popen(argv, env=self.env, pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

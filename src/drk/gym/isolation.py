@@ -36,6 +36,10 @@ from dataclasses import dataclass
 
 ROOT, USERNS, NONE = "root", "userns", "none"
 HIDDEN = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+# /etc is an empty tmpfs too, with only what the loader, the C compiler and Python need bound back; the
+# account files are the slot's own (root and the candidate uids), so no host detail can reach a result.
+ETC_KEEP = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "gai.conf",
+            "host.conf", "mime.types")
 SANDBOX_UID_BASE = 61000   # candidate uids: SANDBOX_UID_BASE + 2 * slot + {0, 1}; never a real account
 PROBE_TIMEOUT_S = 20.0
 
@@ -76,8 +80,21 @@ def _under_hidden(path: str) -> bool:
     return any(path == h or path.startswith(h + "/") for h in HIDDEN)
 
 
-def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] = ()) -> list[str]:
-    """The bubblewrap prefix for one slot's fork server."""
+def fake_accounts(folder: str, uids: list[int]) -> str:
+    """passwd and group files naming only root and the candidate uids (written into `folder`)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/sh\n")
+        for u in uids:
+            f.write(f"drk-sandbox-{u}:x:{u}:{u}:drk sandbox:/tmp:/bin/sh\n")
+    with open(os.path.join(folder, "group"), "w") as f:
+        f.write("root:x:0:\n" + "".join(f"drk-sandbox-{u}:x:{u}:\n" for u in uids))
+    return folder
+
+
+def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] = (),
+               accounts: str | None = None) -> list[str]:
+    """The bubblewrap prefix for one slot's fork server (`accounts`: a folder from `fake_accounts`)."""
     a = [iso.bwrap, "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--unshare-cgroup-try",
          "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     if iso.mode == USERNS:
@@ -85,9 +102,14 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
     else:  # root: keep only what dropping to a candidate uid and killing its processes need
         a += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
               "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_FOWNER", "--cap-add", "CAP_DAC_OVERRIDE"]
-    for h in HIDDEN:
+    for h in HIDDEN + ("/etc",):
         if os.path.isdir(h):
             a += ["--tmpfs", h]
+    for name in ETC_KEEP:
+        if os.path.exists(f"/etc/{name}"):
+            a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    if accounts:
+        a += ["--ro-bind", f"{accounts}/passwd", "/etc/passwd", "--ro-bind", f"{accounts}/group", "/etc/group"]
     a += ["--chmod", "1777", "/tmp"]
     made: set[str] = set()
     for p in _needed_paths():

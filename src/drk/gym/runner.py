@@ -30,6 +30,10 @@ class Runner:
         self.cuda = self.device.startswith("cuda")
         self.workdir = args.workdir
         self.conn = wire.connection_from_fd(args.fd)
+        import socket
+
+        # made now, before the audit hook is armed: receiving the CUDA path's memory files needs a socket object
+        self.fd_sock = socket.fromfd(args.fd, socket.AF_UNIX, socket.SOCK_STREAM)
         self.numerics = harness.pin_numerics()
         self.recorder = triton_hooks.LaunchRecorder()
         hooked = triton_hooks.install(self.recorder, interpret=not self.cuda)
@@ -105,7 +109,7 @@ class Runner:
             op = header.get("op")
             self.nonce = header.get("nonce")
             if header.get("nfds"):
-                header["_fds"] = self.wire.recv_fds(self.conn, int(header["nfds"]))
+                header["_fds"] = self.wire.recv_fds(self.conn, int(header["nfds"]), self.fd_sock)
             payload = pickle.loads(frames[0]) if frames and header.get("pickled") else None
             if op == "bye":
                 return

@@ -117,12 +117,16 @@ def send_fds(conn: Connection, fds: list[int]) -> None:
         sock.close()
 
 
-def recv_fds(conn: Connection, n: int) -> list[int]:
-    sock = socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
+def recv_fds(conn: Connection, n: int, sock: socket.socket | None = None) -> list[int]:
+    """`sock`: a socket object on the same connection made in advance (creating one later raises an audit
+    event the candidate process's policy refuses)."""
+    own = sock is None
+    sock = sock or socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         data, fds, _flags, _addr = socket.recv_fds(sock, 1, n)
     finally:
-        sock.close()
+        if own:
+            sock.close()
     if data != b"F" or len(fds) != n:
         for fd in fds:
             os.close(fd)
