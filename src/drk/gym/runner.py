@@ -220,10 +220,11 @@ class Runner:
         if h.get("return_inputs"):
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
         changed = digest is not None and self.compare.fingerprint(inputs) != digest
+        written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
         self.harness.sync(self.device)
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
-                    "skipped": self.recorder.skipped, "inputs_changed": changed}, frames)
+                    "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written}, frames)
 
     def _poison_allocator(self, nbytes: int) -> None:
         """Leave NaN-filled blocks in the CUDA caching allocator for the candidate's next allocations."""

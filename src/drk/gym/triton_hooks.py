@@ -28,10 +28,30 @@ class LaunchRecorder:
     launches: list[Launch] = field(default_factory=list)
     skip: bool = False   # when set, launches return without running (the "is Triton doing the work?" probe)
     skipped: int = 0
+    stores: list = field(default_factory=list)  # interpreter only: arrays of addresses Triton stored to
 
     def reset(self) -> None:
         self.launches.clear()
         self.skipped = 0
+        self.stores.clear()
+
+    def written_share(self, outputs: list) -> float | None:
+        """Interpreter only: the share of the outputs' elements whose last-level memory Triton stored to
+        (a kernel that gates or pads a torch computation writes next to none of them)."""
+        import numpy as np
+
+        total = sum(o.numel() for o in outputs)
+        if not total:
+            return None
+        addrs = np.unique(np.concatenate(self.stores)) if self.stores else np.empty(0, dtype=np.uint64)
+        hit = 0
+        for o in outputs:
+            if o.numel():
+                lo = o.untyped_storage().data_ptr()
+                hi = lo + o.untyped_storage().nbytes()
+                inside = addrs[(addrs >= lo) & (addrs < hi)]
+                hit += min(o.numel(), len(inside))
+        return hit / total
 
     def names(self) -> list[str]:
         return sorted({launch.name for launch in self.launches})
@@ -101,6 +121,24 @@ def _fix_interpreter_index() -> None:
     interpreter._patch_lang_tensor = patched
 
 
+def _record_stores(recorder: LaunchRecorder) -> None:
+    """Interpreter: note every address a kernel stores to (masked stores and atomics)."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    store, rmw = InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw
+
+    def masked_store(self, ptrs, value, mask, *a):
+        recorder.stores.append(ptrs.data[mask.data].ravel())
+        return store(self, ptrs, value, mask, *a)
+
+    def atomic_rmw(self, op, ptr, val, mask, *a):
+        recorder.stores.append(ptr.data[mask.data].ravel())
+        return rmw(self, op, ptr, val, mask, *a)
+
+    InterpreterBuilder.create_masked_store = masked_store
+    InterpreterBuilder.create_atomic_rmw = atomic_rmw
+
+
 def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
     """Patch Triton's launch path once per process; returns {qualified name: hooked object} so the
     integrity check can verify later that nobody replaced the hooks."""
@@ -113,6 +151,7 @@ def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
     InterpretedFunction.run = _wrap(InterpretedFunction.run, recorder)
     _installed["triton.runtime.interpreter.InterpretedFunction.run"] = InterpretedFunction.run
     if interpret:
+        _record_stores(recorder)
         from triton.runtime.autotuner import Autotuner
 
         Autotuner.run = _first_config_run
