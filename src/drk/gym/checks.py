@@ -45,7 +45,7 @@ class TrialChecks:
         self.opts = req.options
         self.device = judge.device
         self.cuda = judge.cuda
-        self.kept: dict[str, list] = {}   # key -> the inputs the runner holds under that key (CUDA)
+        self.kept: dict[str, list] = {}   # keys under which the candidate process holds its copy of inputs
         self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0

@@ -1,11 +1,12 @@
-"""The local evaluator pool: persistent judge processes (one per slot), each driving a sandboxed runner.
+"""The local evaluator pool: persistent judge processes (one per slot), each with its sandboxed fork server.
 
 This is the embedded default backend. Slots: one per visible GPU (or `workers` slots spread over the
-GPUs), or `workers` on CPU. A slot's judge and runner stay warm across evaluations (torch and Triton
-imported, CUDA context up), the runner is recycled after a crash, a timeout, a CUDA error, a forbidden or
-hacked candidate, or every RUNNER_MAX_TASKS evaluations; a judge that stops answering is killed with its
-whole process group and restarted, and its request gets a `crashed`/`timeout` result. No request can
-wait forever: every wait has a deadline of the request's timeout plus `slack_s`.
+GPUs), or `workers` on CPU. A slot's judge stays warm across evaluations (torch and Triton imported, CUDA
+context up, references prepared); every candidate gets a fresh process from the slot's fork server
+(`drk.gym.zygote`). A judge that stops answering is killed with its whole process group and restarted,
+and its request gets a `crashed`/`timeout` result. No request waits forever. A failure that a busy
+neighbour can cause (timeout, out of memory, a dead worker) is evaluated again with nothing else running
+before it stands. Without OS isolation the pool refuses to start unless `unsafe_no_sandbox`.
 """
 from __future__ import annotations
 

@@ -1,29 +1,21 @@
-"""The runner's sandbox: environment, limits and run-time policy for untrusted candidate code.
+"""The candidate process's early layer: its scrubbed environment and an audit-hook policy with clear messages.
 
-Threat model. Candidate code is written by a model that may be searching for any way to score without
-doing the work, or may simply be buggy. It runs only in the runner process, which:
+This is not the boundary. Candidate code runs in a process of its own inside the OS sandbox
+(`drk.gym.isolation`, `drk.gym.zygote`), and the judge trusts nothing this process reports beyond what it
+checks itself. What this layer adds is a clear, early `forbidden` with a reason a model can act on:
 
-- starts with a scrubbed environment: an allow-list of variables (paths, CUDA/Triton settings, thread
-  counts); nothing named like a key, token, secret or password ever passes, so API keys of the parent
-  are not readable, not even in error text;
-- works in its own temporary directory (HOME and TMPDIR point there), in its own session (the whole
-  process group is killed on timeout) and dies with its judge (PR_SET_PDEATHSIG);
-- has resource limits: file size, open files, core dumps, and on the CPU path address space;
-- installs a Python audit hook before candidate code is imported that refuses: starting processes (except
-  the exact compiler binaries Triton itself runs: ptxas and the C compiler for its launcher stubs),
-  sockets of any kind, opening files for writing outside the temporary directory and the Triton cache,
-  reading files outside the Python installation, system and CUDA directories, the temporary directory and
-  the Triton cache (so no ~/.ssh, no other processes' /proc entries), opening raw file descriptors,
-  loading native libraries from outside those directories, signalling other processes, and changing
-  attributes of torch / Triton / drk / builtin classes.
-  A refused action raises PermissionError("sandbox: ...") inside the candidate; the runner reports
-  verdict `forbidden` with that reason even if the candidate catches the exception.
+- the environment every worker starts with: an allow-list of variables (paths, CUDA/Triton settings,
+  thread counts); nothing named like a key, token, secret or password ever passes, and such values are
+  redacted from any text a worker sends back;
+- a Python audit hook, installed before candidate code is imported, that refuses starting processes
+  (except the compiler binaries Triton itself runs), sockets, writing outside the work folder and the
+  Triton cache, reading outside the Python installation and system folders, raw file descriptors,
+  native libraries from temporary folders, signalling other processes, and changing attributes of torch /
+  Triton / drk / builtin classes. A refused action raises PermissionError("sandbox: ...") inside the
+  candidate, and the verdict is `forbidden` with that reason even if the candidate catches it.
 
-What it does not protect against: code that escapes Python entirely (a bug in torch or Triton, a crafted
-kernel that corrupts GPU memory of its own process), timing side channels, or a candidate that calls
-Triton's compiler internals with crafted input (statically rejected, not sandboxed). The judge — which
-builds the reference, holds the expected outputs and compares — never runs candidate code, so none of
-these can change a correctness verdict; tamper detection (`drk.gym.integrity`) guards the timing.
+Code that reads around the hook (constructed names, library callbacks, native calls) meets the OS
+sandbox instead: the action fails there, whatever this layer saw.
 """
 from __future__ import annotations
 
@@ -61,46 +53,6 @@ def redact(text: str, secrets: list[str]) -> str:
         if s in text:
             text = text.replace(s, "[redacted]")
     return text
-
-
-def set_pdeathsig() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (best effort; Linux only)."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def apply_limits(*, cpu_path: bool, file_mb: int = 512, address_space_gb: float | None = 24.0) -> dict[str, str]:
-    """Resource limits for the runner; returns what was set (for the record)."""
-    import resource
-
-    applied = {}
-
-    def lim(name: str, value: int) -> None:
-        which = getattr(resource, name, None)
-        if which is None:
-            return
-        try:
-            soft, hard = resource.getrlimit(which)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(which, (value, hard))
-            applied[name] = str(value)
-        except (ValueError, OSError):
-            pass
-
-    lim("RLIMIT_CORE", 0)
-    lim("RLIMIT_FSIZE", file_mb * 2**20)
-    lim("RLIMIT_NOFILE", 4096)
-    if cpu_path and address_space_gb:
-        # CUDA reserves huge virtual ranges, so the address-space cap is only usable on the CPU path.
-        lim("RLIMIT_AS", int(address_space_gb * 2**30))
-    return applied
 
 
 PROTECTED_TYPES_FROM = ("torch", "triton", "drk", "builtins", "time", "json", "multiprocessing")
