@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -120,7 +121,8 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
 
     The run is identified by `config` (the settings that decide its results), stored as OUT/`config_name`.
     A directory holding a run with another config is refused: mixing two runs' records would silently
-    corrupt both. With `overwrite`, the old run's `outputs` (and its config) are deleted first."""
+    corrupt both. With `overwrite`, the old run's `outputs` (files or folders, e.g. checkpoints) and its config
+    are deleted first."""
     p = Path(out)
     if p.exists() and not p.is_dir():
         raise RunDirError(f"--out {p} is a file; give a directory (it will be created)")
@@ -139,7 +141,11 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
                           "use another --out, or --overwrite to replace it")
     if overwrite:
         for name in (*outputs, config_name):
-            (p / name).unlink(missing_ok=True)
+            q = p / name
+            if q.is_dir() and not q.is_symlink():
+                shutil.rmtree(q)
+            else:
+                q.unlink(missing_ok=True)
         saved = None
     p.mkdir(parents=True, exist_ok=True)
     if saved != fresh:
