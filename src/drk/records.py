@@ -137,7 +137,9 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
     # only this run's keys are compared: a config written by an older drk may hold extra keys
     diff = sorted(k for k in fresh if saved is not None and saved.get(k) != fresh[k])
     if diff and not overwrite:
-        raise RunDirError(f"{p} holds a different run ({config_name} differs in: {', '.join(diff)}); "
+        # a few keys only: the message is one line, and a long list would push the fix out of it
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise RunDirError(f"{p} holds a different run ({config_name} differs in: {shown}); "
                           "use another --out, or --overwrite to replace it")
     if overwrite:
         for name in (*outputs, config_name):
