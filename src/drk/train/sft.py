@@ -56,7 +56,7 @@ class SFTConfig:
     weight_decay: float = 0.0
     seed: int = 42
     logging_steps: int = 1
-    save_steps: int = 0              # 0: save only at the end
+    save_steps: int = 0              # checkpoint every N steps; 0: none but the one Ctrl-C saves
     report_to: str = "none"          # none | tensorboard | trackio | wandb (the trainer's tracker integrations)
     limit: int | None = None         # use only the first N conversations (after the filter)
 
