@@ -755,11 +755,15 @@ def sft_cmd(
     max_length: Optional[int] = typer.Option(None, "--max-length", rich_help_panel=P_TRAIN),
     packing: Optional[bool] = typer.Option(None, "--packing/--no-packing", rich_help_panel=P_TRAIN),
     seed: Optional[int] = seed_option(what="training"),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Checkpoint directory."),
+    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Checkpoint directory; rerun with the same --out to resume."),
+    overwrite: bool = overwrite_option(),
     report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker: tensorboard, trackio, wandb or none."),
 ) -> None:
     """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
     turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
+
+    Ctrl-C saves a checkpoint after the current step; the same command then resumes from the latest
+    checkpoint in --out (a finished run does nothing).
 
     \b
     Examples:
@@ -779,7 +783,16 @@ def sft_cmd(
          "report_to": report_to}, sets)
     cfg = load_config(SFTConfig, config, overrides)
     check_report_to(cfg.report_to)
-    summary = run_sft(cfg)
+
+    def started(state: str, ck: Optional[Path]) -> None:
+        if state == "resume":
+            typer.echo(f"resuming the run in {cfg.out} from {ck.name}", err=True)
+
+    summary = run_sft(cfg, overwrite=overwrite, on_start=started)
+    if summary.get("finished_before"):
+        typer.echo(f"nothing to do: {cfg.out} holds this finished run ({summary['steps']} steps; "
+                   "--overwrite starts again)")
+        return
     typer.echo(f"trained {summary['steps']} steps on {summary['examples']} conversations; loss "
                f"{summary['losses'][0] if summary['losses'] else float('nan'):.3f} -> "
                f"{summary['losses'][-1] if summary['losses'] else float('nan'):.3f}; checkpoint in {cfg.out}")

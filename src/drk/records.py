@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -120,7 +121,8 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
 
     The run is identified by `config` (the settings that decide its results), stored as OUT/`config_name`.
     A directory holding a run with another config is refused: mixing two runs' records would silently
-    corrupt both. With `overwrite`, the old run's `outputs` (and its config) are deleted first."""
+    corrupt both. With `overwrite`, the old run's `outputs` (files or folders, e.g. checkpoints) and its config
+    are deleted first."""
     p = Path(out)
     if p.exists() and not p.is_dir():
         raise RunDirError(f"--out {p} is a file; give a directory (it will be created)")
@@ -135,11 +137,17 @@ def claim_run_dir(out: str | os.PathLike, config_name: str, config: dict, *, ove
     # only this run's keys are compared: a config written by an older drk may hold extra keys
     diff = sorted(k for k in fresh if saved is not None and saved.get(k) != fresh[k])
     if diff and not overwrite:
-        raise RunDirError(f"{p} holds a different run ({config_name} differs in: {', '.join(diff)}); "
+        # a few keys only: the message is one line, and a long list would push the fix out of it
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise RunDirError(f"{p} holds a different run ({config_name} differs in: {shown}); "
                           "use another --out, or --overwrite to replace it")
     if overwrite:
         for name in (*outputs, config_name):
-            (p / name).unlink(missing_ok=True)
+            q = p / name
+            if q.is_dir() and not q.is_symlink():
+                shutil.rmtree(q)
+            else:
+                q.unlink(missing_ok=True)
         saved = None
     p.mkdir(parents=True, exist_ok=True)
     if saved != fresh:

@@ -175,7 +175,8 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
                           "or --overwrite to delete it and start again")
     if same and not overwrite and latest_checkpoint(out) is not None:
         return True
-    for name in ("checkpoints", "rollouts", "final", "tensorboard"):
+    # drk-rl: the folder accelerate's tensorboard tracker writes (--report-to tensorboard)
+    for name in ("checkpoints", "rollouts", "final", "tensorboard", "drk-rl"):
         shutil.rmtree(out / name, ignore_errors=True)
     for name in ("metrics.jsonl", "rl_config.json", "eval_cache.sqlite"):
         (out / name).unlink(missing_ok=True)

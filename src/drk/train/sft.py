@@ -10,16 +10,25 @@ truncated after their best turn (the conversation ends with the best kernel).
 
 Outputs in OUT: the Hugging Face checkpoint (full model or LoRA adapter) with its tokenizer, and
 `sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`.
+
+Resume: OUT belongs to one run (its `sft_config.json`). Running the same command again continues from the
+trainer's latest `checkpoint-N` in OUT (model, optimizer, scheduler, RNG and data position), or does nothing
+when `sft_summary.json` (written after the final model) says the run finished. Ctrl-C finishes the current
+optimizer step, saves a checkpoint there and stops, so an interrupted run loses at most one step. A directory
+holding another run is refused unless `overwrite`.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
+import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from drk.config import ConfigError
-from drk.records import read_jsonl, write_json
+from drk.records import claim_run_dir, read_jsonl, write_json
 
 
 @dataclass
@@ -47,7 +56,7 @@ class SFTConfig:
     weight_decay: float = 0.0
     seed: int = 42
     logging_steps: int = 1
-    save_steps: int = 0              # 0: save only at the end
+    save_steps: int = 0              # checkpoint every N steps; 0: none but the one Ctrl-C saves
     report_to: str = "none"          # none | tensorboard | trackio | wandb (the trainer's tracker integrations)
     limit: int | None = None         # use only the first N conversations (after the filter)
 
@@ -133,8 +142,8 @@ def ensure_training_template(tokenizer) -> None:
         tokenizer.chat_template = CHAT_TEMPLATE
 
 
-def build_trainer(cfg: SFTConfig):
-    """The TRL SFTTrainer for `cfg` (not yet trained)."""
+def build_trainer(cfg: SFTConfig, rows: list[dict] | None = None):
+    """The TRL SFTTrainer for `cfg` (not yet trained); `rows` are the conversations if already loaded."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig as TRLConfig
@@ -142,7 +151,7 @@ def build_trainer(cfg: SFTConfig):
 
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = load_conversations(cfg)
+    rows = load_conversations(cfg) if rows is None else rows
     model, tok = load_model_and_tokenizer(cfg.model, out)
     ensure_training_template(tok)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -168,15 +177,102 @@ def build_trainer(cfg: SFTConfig):
                       peft_config=peft_config)
 
 
-def run_sft(cfg: SFTConfig) -> dict:
+# What a run leaves in OUT besides its config: removed by `overwrite`, so that another run's checkpoints are
+# never resumed from, its summary never taken for this run's "finished", its weights never for this run's.
+RUN_OUTPUTS = ("checkpoint-*", "runs", "sft_summary.json", "*.safetensors", "*.safetensors.index.json", "*.bin",
+               "config.json", "adapter_config.json", "generation_config.json")
+
+
+def run_outputs(out: Path) -> tuple[str, ...]:
+    if not out.is_dir():
+        return ()
+    return tuple(sorted({p.name for pat in RUN_OUTPUTS for p in out.glob(pat)}))
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The trainer's newest `checkpoint-N` folder in OUT (highest N), or None."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+    return Path(last) if last else None
+
+
+def claim_sft_dir(cfg: SFTConfig, overwrite: bool = False) -> tuple[str, Path | None]:
+    """("fresh" | "resume" | "finished", checkpoint to resume from). The shared run-directory rule of every
+    stage (records.claim_run_dir): another run's directory is refused unless `overwrite`."""
     out = Path(cfg.out)
-    trainer = build_trainer(cfg)
-    write_json(out / "sft_config.json", asdict(cfg))
-    result = trainer.train()
+    same = claim_run_dir(out, "sft_config.json", asdict(cfg), overwrite=overwrite, outputs=run_outputs(out))
+    if not same:
+        return "fresh", None
+    if (out / "sft_summary.json").exists():  # written after the final model: the run is complete
+        return "finished", None
+    ck = latest_checkpoint(out)
+    return ("resume", ck) if ck is not None else ("fresh", None)  # died before its first checkpoint
+
+
+class _StopOnInterrupt:
+    """Ctrl-C during training asks the trainer to save a checkpoint at the end of the current optimizer step
+    and stop (a checkpoint from the middle of a step could not be resumed exactly). A second Ctrl-C raises
+    KeyboardInterrupt at once, for a step that takes too long. Every process of a distributed run stops at the
+    same step (the request is max-reduced over processes), or the others would wait forever in a collective."""
+
+    def __init__(self) -> None:
+        from transformers import TrainerCallback
+
+        self.requested = False
+        stopper = self
+
+        class Callback(TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                if args.world_size > 1:
+                    import torch
+                    import torch.distributed as dist
+
+                    flag = torch.tensor([float(stopper.requested)], device=args.device)
+                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                    stopper.requested = bool(flag.item())
+                if stopper.requested:
+                    control.should_save = True
+                    control.should_training_stop = True
+                return control
+
+        self.callback = Callback()
+
+    def handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("drk: interrupt: saving a checkpoint after this step (Ctrl-C again to stop without it)",
+              file=sys.stderr, flush=True)
+
+
+def run_sft(cfg: SFTConfig, overwrite: bool = False, on_start=None) -> dict:
+    """Train (or resume, or find finished) the run in `cfg.out`. Returns the summary, with `finished_before`
+    true when there was nothing to do. `on_start(state, checkpoint)` is called before training. Raises
+    KeyboardInterrupt after Ctrl-C, once the checkpoint is saved."""
+    out = Path(cfg.out)
+    rows = load_conversations(cfg)  # bad data is refused before OUT is claimed for this config
+    state, ck = claim_sft_dir(cfg, overwrite=overwrite)
+    if state == "finished":
+        return {**json.loads((out / "sft_summary.json").read_text()), "finished_before": True}
+    if on_start is not None:
+        on_start(state, ck)
+    trainer = build_trainer(cfg, rows)
+    stop = _StopOnInterrupt()
+    trainer.add_callback(stop.callback)
+    main = threading.current_thread() is threading.main_thread()  # signal handlers only from the main thread
+    old = signal.signal(signal.SIGINT, stop.handler) if main else None
+    try:
+        result = trainer.train(resume_from_checkpoint=str(ck) if ck else None)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+    if stop.requested:
+        raise KeyboardInterrupt  # the checkpoint is saved; the CLI prints the resume hint and exits 130
     trainer.save_model(str(out))
     trainer.processing_class.save_pretrained(str(out))
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     summary = {"train_loss": result.training_loss, "losses": losses, "steps": trainer.state.global_step,
                "examples": len(trainer.train_dataset)}
-    (out / "sft_summary.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "sft_summary.json", summary)  # last: its presence means the run is complete
     return summary
