@@ -145,20 +145,26 @@ def part_isolation(kb: Path, out: Path) -> dict:
     start-up, load). Inputs capped at 512 MB a task so 4 evaluations fit the GPU at once."""
     from drk.gym import EvalOptions, EvalRequest, LocalPool
 
-    opts = EvalOptions(device=DEVICE, compile_baseline=False, input_budget_mb=512)
-    pairs = _shipped(kb)
+    from drk.tasks import task_from_file
+
+    opts = EvalOptions(device=DEVICE, compile_baseline=False, input_budget_mb=512 if DEVICE == "cuda" else None)
+    if DEVICE == "cuda":
+        pairs = [(kb_task(kb, stem, lvl), solution(stem, lvl), stem) for lvl, stem in _shipped(kb)]
+    else:  # CPU dry runs and CPU figures: the project's own query solutions at the CPU input budget
+        pairs = [(task_from_file(ROOT / "data" / "queries" / p.name), p.read_text(), p.stem)
+                 for p in sorted((ROOT / "data" / "query_solutions").glob("*.py"))]
     result = {}
     for mode, unsafe in (("sandbox_on", False), ("sandbox_off", True)):
-        reqs = [EvalRequest(kb_task(kb, stem, lvl), solution(stem, lvl) + f"\n# {mode}\n", opts, solution=stem)
-                for lvl, stem in pairs]
-        with LocalPool(device=DEVICE, workers=4, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
-            pool.evaluate_batch(reqs[:4])  # every slot's judge and fork server start outside the measurement
+        reqs = [EvalRequest(task, src + f"\n# {mode}\n", opts, solution=name) for task, src, name in pairs]
+        workers = 4 if DEVICE == "cuda" else 2
+        with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
+            pool.evaluate_batch(reqs[:workers])  # every slot's judge and fork server start outside the measurement
             t0 = time.time()
             res = pool.evaluate_batch(reqs)
             wall = time.time() - t0
         gpu_work = ("compile", "correctness", "timing", "profile")
         beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
-        result[mode] = {"evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
+        result[mode] = {"workers": workers, "evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
                         "verdicts": {r.solution: r.verdict for r in res},
                         "sandbox": sorted({r.versions.get("sandbox", "?") for r in res}),
                         "median_beyond_gpu_work_s": statistics.median(beyond),

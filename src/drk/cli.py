@@ -48,8 +48,8 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
                                        help="Print drk's version and exit."),
           unsafe_no_sandbox: bool = typer.Option(
               False, "--unsafe-no-sandbox", envvar="DRK_UNSAFE_NO_SANDBOX",
-              help="Run candidate code without OS isolation when bubblewrap is unavailable (never on a shared "
-                   "machine; every result records sandbox: none).")) -> None:
+              help="Run candidate code without OS isolation (for a machine without bubblewrap that you do not "
+                   "share; every result records sandbox: none).")) -> None:
     """drk: evaluate, collect, fine-tune and RL-train LLMs that write Triton kernels (Dr. Kernel).
 
     Every stage reads and writes files and uses one sandboxed evaluator (KernelGym): `drk eval`,

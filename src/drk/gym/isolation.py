@@ -19,8 +19,8 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
   namespace; the candidate keeps the user's uid *inside* the sandbox, and after each evaluation the fork
   server kills every other process in the sandbox's PID namespace and wipes /tmp.
 
-Where neither works, `detect` refuses: running untrusted code needs `allow_unsafe` (CLI
-`--unsafe-no-sandbox`), and every result then records `sandbox: none`.
+Where neither works, `detect` refuses. The user's explicit switch (`allow_unsafe`, CLI
+`--unsafe-no-sandbox`) turns isolation off, and every result then records `sandbox: none`.
 
 Not here: the resource limits and privilege drop applied per candidate (`drk.gym.zygote`), and the
 judge's evidence rules (`drk.gym.judge`).
@@ -151,8 +151,10 @@ _detected: dict[bool, Isolation] = {}
 
 
 def detect(allow_unsafe: bool = False) -> Isolation:
-    """The isolation this host offers (probed once per process). Raises SandboxUnavailable when there is
-    none, unless `allow_unsafe`."""
+    """The isolation this host offers (probed once per process); raises SandboxUnavailable when there is
+    none. `allow_unsafe` (the user's explicit switch) turns isolation off: mode NONE, recorded as such."""
+    if allow_unsafe:
+        return Isolation(NONE, "", "turned off by the user (--unsafe-no-sandbox)")
     if allow_unsafe in _detected:
         return _detected[allow_unsafe]
     bwrap = find_bwrap()
@@ -167,10 +169,8 @@ def detect(allow_unsafe: bool = False) -> Isolation:
         else:
             reason = f"bubblewrap cannot build a sandbox here ({reason[:200]})"
     if iso is None:
-        if not allow_unsafe:
-            raise SandboxUnavailable(
-                f"cannot isolate candidate code: {reason}. Install bubblewrap (apt-get install bubblewrap, or set "
-                "DRK_BWRAP to a bwrap binary), or pass --unsafe-no-sandbox to run untrusted code without isolation")
-        iso = Isolation(NONE, "", reason)
+        raise SandboxUnavailable(
+            f"cannot isolate candidate code: {reason}. Install bubblewrap (apt-get install bubblewrap, or set "
+            "DRK_BWRAP to a bwrap binary), or pass --unsafe-no-sandbox to run untrusted code without isolation")
     _detected[allow_unsafe] = iso
     return iso
