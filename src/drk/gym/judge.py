@@ -1,18 +1,20 @@
 """The judge: the trusted half of an evaluation slot (`python -m drk.gym.judge`).
 
 One judge per device slot. It builds the reference from the task (never from candidate code), makes the
-seeded inputs, computes the expected outputs, and drives a sandboxed runner process
-(`drk.gym.runner`) that executes the candidate. Candidate outputs come back as raw bytes (CPU) or are
-written into receive buffers the judge owns and shares through CUDA IPC (GPU); the judge compares them
-here, so a candidate that patches `torch.allclose` or the timers in its own process cannot change a
-correctness verdict. The judge also times the reference (eager and torch.compile, cached per task,
-shapes, GPU and protocol) on the same GPU, and turns everything into one `EvalResult`.
+seeded inputs, computes the expected outputs, and has the slot's fork server (`drk.gym.zygote`, inside
+the OS sandbox) start a fresh candidate process for each evaluation (`drk.gym.runner` runs there). Inputs
+and outputs travel as bytes (CPU) or through one sealed memory file per forward (CUDA, `drk.gym.shm`); the
+judge compares them here, keeps the candidate's time budget (charged only for CPU time it got), and
+checks what the candidate process reports against its own clock, so nothing the candidate does inside
+its own interpreter can change a verdict. The judge also times the reference (eager and torch.compile,
+cached per task, shapes, GPU and protocol) on the same GPU, and turns everything into one `EvalResult`.
 
-Protocol of one evaluation (`Judge.evaluate`): static check → reference at the right scale → runner loads
-the candidate → `trials` correctness trials with fresh seeded inputs, cycling train/eval × grad/no-grad →
-Triton-ablation probe (all launches skipped: still correct means Triton did no work) → GPU: candidate and
-reference timing, output-caching check after timing (inputs changed in place), profile of one forward and
-Triton coverage; CPU: coverage = Triton share of forward wall time → verdict and flags.
+Protocol of one evaluation (`Judge.evaluate`): static check → reference at the right scale → a fresh
+candidate process loads the candidate → correctness trials with fresh seeded inputs (train/eval ×
+grad/no-grad), a wide-input probe and the Triton-ablation probe in random order (`drk.gym.checks`) → GPU:
+candidate and reference timing, output-caching check after timing (inputs changed in place), profile of
+one forward and Triton coverage; CPU: coverage from interpreter time and the outputs Triton wrote →
+verdict and flags → the candidate process is killed with everything it started.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Tensor plumbing shared by the judge and the runner: flattening outputs, by-value frames, poisoning.
 
 By-value frames carry raw bytes plus a JSON description (dtype, shape); decoding never executes anything,
-so the judge can accept frames from the untrusted runner. Used on the CPU path and as the fallback when
-CUDA IPC is not available; on GPUs the judge shares receive buffers instead (see `drk.gym.judge`).
+so the judge can accept frames from the untrusted candidate process. Used on the CPU path; on GPUs the
+data travels in a sealed memory file instead (`drk.gym.shm`).
 """
 from __future__ import annotations
 
