@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
+from drk.gym.reward import RewardWeights, turn_reward
 from drk.train.algos import (AlgoConfig, entropy_from_logits, grpo_advantages, mrs_mask, policy_loss,
-                             prs_keep_prob, prs_mask, returns_to_go, selective_log_softmax, trloo_advantages,
-                             turn_rewards)
+                             prs_keep_prob, prs_mask, returns_to_go, selective_log_softmax, trloo_advantages)
 
 NAN = float("nan")
 
@@ -185,7 +185,7 @@ def test_algo_config_defaults_and_kwargs():
     with pytest.raises(ValueError):
         AlgoConfig.from_dict({"nonsense": 1})
     # the kwargs helpers feed the functions directly
-    turn_rewards(torch.tensor([True]), t64([1.0]), t64([0.5]), **cfg.reward_kwargs())
+    assert turn_reward({"verdict": "ok", "speedup": 1.0, "coverage": 0.5}, RewardWeights(**cfg.reward_kwargs())) == 1.25
     prs_mask(torch.tensor([True]), t64([0.5]), torch.tensor([True]), **cfg.prs_kwargs())
 
 
@@ -193,51 +193,39 @@ def test_algo_config_defaults_and_kwargs():
 # rewards
 
 
-def test_turn_rewards_by_hand():
-    correct = torch.tensor([True, True, False, True, True, True])
-    speedup = t64([1.5, 5.0, 2.0, NAN, 0.5, float("inf")])
-    coverage = t64([0.8, NAN, 1.0, 0.6, 0.2, 0.0])
-    hacked = torch.tensor([False, False, False, False, True, False])
-    r = turn_rewards(correct, speedup, coverage, hacked=hacked)
-    # .5 + .5*1.5 + .5*.8 ; .5 + .5*3 (capped) + 0 (NaN cov) ; incorrect ; .5 + 0 (NaN speedup) + .5*.6 ;
-    # hacked ; .5 + .5*3 (inf capped) + 0
-    assert r.dtype == torch.float64
-    torch.testing.assert_close(r, t64([1.65, 2.0, 0.0, 0.8, 0.0, 2.0]))
-    # PR off (w_p = 0)
-    r0 = turn_rewards(correct, speedup, coverage, hacked=hacked, w_p=0.0)
-    torch.testing.assert_close(r0, t64([1.25, 2.0, 0.0, 0.5, 0.0, 2.0]))
-    # CPU evaluation: speedup unknown everywhere
-    r_cpu = turn_rewards(correct, None, coverage)
-    torch.testing.assert_close(r_cpu, t64([0.9, 0.5, 0.0, 0.8, 0.6, 0.5]))
-    r_none = turn_rewards(correct, None, None)
-    assert r_none.shape == (6,) and r_none.dtype == torch.float32
-    torch.testing.assert_close(r_none, torch.tensor([0.5, 0.5, 0.0, 0.5, 0.5, 0.5]))
-    # other weights / cap
-    r2 = turn_rewards(torch.tensor([True]), t64([2.5]), t64([0.4]), w_c=1.0, w_s=0.2, w_p=2.0, speedup_cap=2.0)
-    torch.testing.assert_close(r2, t64([1.0 + 0.4 + 0.8]))
+def _turn(verdict="ok", speedup=None, coverage=None) -> dict:
+    return {"verdict": verdict, "speedup": speedup, "coverage": coverage}
 
 
-def test_turn_rewards_failed_turns_score_zero_even_with_nan():
-    correct = torch.tensor([False, False])
-    r = turn_rewards(correct, t64([NAN, 10.0]), t64([NAN, 1.0]))
-    assert torch.equal(r, t64([0.0, 0.0]))
+def test_turn_reward_by_hand():
+    w = RewardWeights()
+    cases = [(_turn(speedup=1.5, coverage=0.8), 1.65), (_turn(speedup=5.0, coverage=NAN), 2.0),
+             (_turn("incorrect", 2.0, 1.0), 0.0), (_turn(speedup=NAN, coverage=0.6), 0.8),
+             (_turn("hacked", 0.5, 0.2), 0.0), (_turn(speedup=float("inf"), coverage=0.0), 2.0),
+             (_turn("infra_error", 3.0, 1.0), 0.0), (_turn(speedup=None, coverage=None), 0.5)]
+    for result, want in cases:  # .5 + .5*min(s, 3) + .5*cov for ok turns; unknown terms 0; +inf capped
+        assert turn_reward(result, w) == pytest.approx(want), result
+    # PR off (w_p = 0); other weights and cap
+    assert turn_reward(_turn(speedup=1.5, coverage=0.8), RewardWeights(w_p=0.0)) == pytest.approx(1.25)
+    w2 = RewardWeights(w_c=1.0, w_s=0.2, w_p=2.0, speedup_cap=2.0)
+    assert turn_reward(_turn(speedup=2.5, coverage=0.4), w2) == pytest.approx(1.0 + 0.4 + 0.8)
 
 
-def test_turn_rewards_matches_loop_reference():
+def test_turn_reward_failed_turns_score_zero_even_with_nan():
+    for verdict in ("incorrect", "no_triton", "forbidden", "timeout", "compile_error"):
+        assert turn_reward(_turn(verdict, NAN, NAN)) == 0.0
+        assert turn_reward(_turn(verdict, 10.0, 1.0)) == 0.0
+
+
+def test_turn_reward_matches_loop_reference():
     gen = torch.Generator().manual_seed(0)
-    shape = (3, 5, 4)
-    correct = torch.rand(shape, generator=gen) < 0.6
-    speedup = torch.rand(shape, generator=gen, dtype=torch.float64) * 6
-    speedup[torch.rand(shape, generator=gen) < 0.2] = NAN
-    coverage = torch.rand(shape, generator=gen, dtype=torch.float64)
-    coverage[torch.rand(shape, generator=gen) < 0.2] = NAN
     for w in [(0.5, 0.5, 0.5, 3.0), (1.0, 0.3, 0.0, 2.0)]:
-        r = turn_rewards(correct, speedup, coverage, w_c=w[0], w_s=w[1], w_p=w[2], speedup_cap=w[3])
-        ref = torch.tensor([ref_reward(bool(c), float(s), float(v), *w)
-                            for c, s, v in zip(correct.flatten(), speedup.flatten(), coverage.flatten())],
-                           dtype=torch.float64).reshape(shape)
-        torch.testing.assert_close(r, ref)
-        assert not torch.isnan(r).any()
+        for _ in range(200):
+            c = bool(torch.rand((), generator=gen) < 0.6)
+            s = float(torch.rand((), generator=gen) * 6) if torch.rand((), generator=gen) > 0.2 else NAN
+            v = float(torch.rand((), generator=gen)) if torch.rand((), generator=gen) > 0.2 else NAN
+            got = turn_reward(_turn("ok" if c else "incorrect", s, v), RewardWeights(*w))
+            assert got == pytest.approx(ref_reward(c, s, v, *w))
 
 
 # ------------------------------------------------------------------------------------------------------

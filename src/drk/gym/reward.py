@@ -1,11 +1,13 @@
-"""The per-turn reward, computed from evaluator results only (shared by collect, eval, infer and rl).
+"""The per-turn reward: the one definition, computed from evaluator results only (used by collect, eval,
+infer, rl and the tests).
 
     r = C * (w_c + w_s * min(speedup, cap) + w_p * coverage)
 
 C = 1 only for verdict `ok` (correct, Triton did the work, no hack or forbidden action); failures,
-`no_triton`, `forbidden` and `hacked` score 0. Released Dr. Kernel recipe: w_c = w_s = w_p = 0.5, cap 3.
-Speedup unknown (CPU evaluation) or coverage unknown → that term is 0. The same formula over tensors is
-`drk.train.algos.turn_rewards`; a test keeps the two in agreement.
+`no_triton`, `forbidden`, `hacked` and `infra_error` score 0 (an infra_error turn is also never trained
+on). Released Dr. Kernel recipe: w_c = w_s = w_p = 0.5, cap 3. Speedup or coverage unknown (None or NaN:
+CPU evaluation, no profile) → that term is 0; a speedup of +inf is capped like any other, as the released
+code's clip does.
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ class RewardWeights:
     speedup_cap: float = 3.0
 
 
-def _finite(x) -> float:
-    return float(x) if x is not None and math.isfinite(float(x)) else 0.0
+def _known(x) -> float:
+    """0 for an unknown value (None, NaN); +inf stays +inf (min() with the cap handles it)."""
+    return 0.0 if x is None or math.isnan(float(x)) else float(x)
 
 
 def turn_reward(result: EvalResult | dict, w: RewardWeights | None = None) -> float:
@@ -32,5 +35,6 @@ def turn_reward(result: EvalResult | dict, w: RewardWeights | None = None) -> fl
     get = result.get if isinstance(result, dict) else lambda k, d=None: getattr(result, k, d)
     if get("verdict") != OK:
         return 0.0
-    speedup = min(_finite(get("speedup")), w.speedup_cap)
-    return w.w_c + w.w_s * speedup + w.w_p * _finite(get("coverage"))
+    speedup = min(max(_known(get("speedup")), 0.0), w.speedup_cap)
+    coverage = min(max(_known(get("coverage")), 0.0), 1.0)
+    return w.w_c + w.w_s * speedup + w.w_p * coverage

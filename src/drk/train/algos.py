@@ -5,7 +5,6 @@ What this module is
 Every formula the trainer needs between "the evaluator returned verdicts" and "call ``loss.backward()``":
 
 ====================  ==========================================================================
-``turn_rewards``      per-turn reward from correctness, speedup and Triton coverage (PR term)
 ``returns_to_go``     discounted reward-to-go over the valid turns of each trajectory
 ``trloo_advantages``  Turn-level REINFORCE Leave-One-Out advantages (the paper's estimator)
 ``grpo_advantages``   the GRPO group-mean baseline, kept for the paper's comparison
@@ -171,50 +170,6 @@ def _check_pnt(returns: Tensor, valid: Tensor) -> None:
 
 # --------------------------------------------------------------------------------------------------------
 # rewards, returns, advantages
-
-
-def turn_rewards(correct: Tensor, speedup: Tensor | None, coverage: Tensor | None, *, w_c: float = 0.5,
-                 w_s: float = 0.5, w_p: float = 0.5, speedup_cap: float = 3.0,
-                 hacked: Tensor | None = None) -> Tensor:
-    """Reward of each turn.
-
-    ``r = w_c*C + C*(w_s*min(speedup, speedup_cap) + w_p*coverage)``, with ``C = correct & ~hacked`` as 0/1.
-
-    Args:
-        correct: bool (or 0/1) ``(P, N, T)`` (any shape; all inputs broadcast together): the turn's kernel
-            passed the correctness check.
-        speedup: float, same shape, reference time / candidate time; NaN when unknown (CPU evaluation, no
-            timing) -> the speedup term is 0. ``None`` means unknown everywhere. Assumed >= 0; +inf is capped.
-        coverage: float in [0, 1], Triton share of the forward's device time; NaN/``None`` when unknown ->
-            the coverage (PR) term is 0.
-        w_c, w_s, w_p: weights (released recipe: 0.5 each). ``w_p = 0`` switches PR off.
-        speedup_cap: speedups above it earn nothing more.
-        hacked: optional bool, same shape: a decoy/hack defence fired (the evaluator's ``hacked`` verdict or
-            hack flags). Such turns get ``C = 0``. Callers may equally fold this into ``correct``.
-
-    Returns:
-        float ``(P, N, T)`` (the broadcast shape; float32, or float64 if any input is float64). Failed turns
-        score exactly 0, NaNs in speedup/coverage never leak (also not from failed turns). Invalid (padding)
-        turns are not special-cased here: ``returns_to_go`` ignores them.
-    """
-    ref = correct if speedup is None else speedup
-    dtype = _float_dtype(speedup, coverage)
-    c = correct.to(device=ref.device, dtype=torch.bool)
-    if hacked is not None:
-        c = c & ~hacked.to(device=ref.device, dtype=torch.bool)
-    c = c.to(dtype)
-    zero = torch.zeros((), dtype=dtype, device=c.device)
-    if speedup is None:
-        s_term = zero
-    else:
-        s = speedup.to(dtype)
-        s_term = torch.where(torch.isnan(s), zero, s.clamp(max=speedup_cap))
-    if coverage is None:
-        p_term = zero
-    else:
-        cov = coverage.to(device=c.device, dtype=dtype)
-        p_term = torch.where(torch.isnan(cov), zero, cov)
-    return w_c * c + c * (w_s * s_term + w_p * p_term)
 
 
 def returns_to_go(rewards: Tensor, valid: Tensor, gamma: float = 1.0) -> Tensor:
