@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -102,10 +104,7 @@ def test_dead_judge_is_restarted(tmp_path):
         assert pool.slots[0].proc.pid != judge.pid
 
 
-def _drk(args: list[str], env_extra: dict) -> "subprocess.CompletedProcess":
-    import subprocess
-    import sys
-
+def _drk(args: list[str], env_extra: dict) -> subprocess.CompletedProcess:
     env = dict(os.environ, **env_extra)
     return subprocess.run([sys.executable, "-m", "drk", *args], capture_output=True, text=True, env=env,
                           timeout=600, cwd=ROOT)

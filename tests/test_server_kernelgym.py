@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from drk.gym.judge import HARD_WALL_FACTOR
+from drk.gym.types import HARD_WALL_FACTOR
 
 from conftest import ROOT
 from drk.gym import EvalOptions, LocalPool

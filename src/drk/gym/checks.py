@@ -45,7 +45,7 @@ class TrialChecks:
         self.opts = req.options
         self.device = judge.device
         self.cuda = judge.cuda
-        self.kept: dict[str, list] = {}   # keys under which the candidate process holds its copy of inputs
+        self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
         self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
@@ -61,8 +61,7 @@ class TrialChecks:
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
-                      skip_triton: bool = False, refresh: list | None = None,
-                      digest: list | None = None) -> tuple[dict, list, bool]:
+                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
         The candidate process gets its own copy of `inputs` (as bytes: no shared memory, no CUDA IPC), so
@@ -90,7 +89,7 @@ class TrialChecks:
             reply, frames = self.j.call(header, payload, deadline=self.deadline,
                                         fds=[exchange.fd] if exchange else ())
             if key:
-                self.kept[key] = []
+                self.kept.add(key)
             if not reply.get("ok"):
                 return reply, [], False
             descs = reply.get("outputs") or []
@@ -147,10 +146,10 @@ class TrialChecks:
             self.j.recycle()  # a CUDA error poisons the runner's context
 
     def reference(self, inputs: list, seed: int, *, train: bool, grad: bool,
-                  wide: bool = False) -> tuple[list, list, list]:
+                  wide: bool = False) -> tuple[list, list]:
         """The reference forward on `inputs` themselves (a copy would add the inputs' size to the judge's
         device memory). If it changed them in place, the same inputs are made again from `seed` (widened
-        too, for the wide probe) for the candidate. Returns (outputs, inputs, their digest); no output shares
+        too, for the wide probe) for the candidate. Returns (outputs, inputs); no output shares
         memory with the returned inputs, so nothing the candidate does to its inputs can reach the expected
         outputs."""
         before = compare.fingerprint(inputs)
@@ -162,9 +161,8 @@ class TrialChecks:
             inputs = harness.make_inputs(self.task.module, seed, self.device)
             if wide:
                 inputs = self._widened(inputs, seed)
-            before = compare.fingerprint(inputs)
         held = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
-        return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs, before
+        return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs
 
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
@@ -191,7 +189,7 @@ class TrialChecks:
             if what == "wide":
                 inputs = self._widened(inputs, seed)
             try:
-                refs, inputs, digest = self.reference(inputs, seed, train=train, grad=grad, wide=what == "wide")
+                refs, inputs = self.reference(inputs, seed, train=train, grad=grad, wide=what == "wide")
             except Exception:
                 if what == "wide":  # outside the reference's domain: no probe
                     continue
@@ -199,11 +197,11 @@ class TrialChecks:
             if what == "wide" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
                 continue
             if k == 0:
-                inputs, digest = self._first_trial_facts(inputs, refs)
+                inputs = self._first_trial_facts(inputs, refs)
             key = "timing" if (what == "trial" and k == timing_k) else ""
             if key:
                 self.timing_seed = seed
-            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key, digest=digest)
+            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
             if k == 0:
                 res.phase_seconds["compile"] = time.monotonic() - t_first
                 t_rest = time.monotonic()
@@ -289,9 +287,9 @@ class TrialChecks:
                 wide.append(t)
         return wide
 
-    def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> tuple[list, list]:
-        """Shapes, degeneracy and reference determinism, from trial 1; returns the inputs for the candidate
-        and their digest."""
+    def _first_trial_facts(self, inputs: list, refs: list[torch.Tensor]) -> list:
+        """Shapes, degeneracy, reference determinism and mode dependence, from trial 1; returns the inputs
+        for the candidate."""
         res, task = self.res, self.task
         res.shapes["inputs"] = shapes_of(inputs)
         res.shapes["outputs"] = shapes_of(refs)
@@ -303,7 +301,7 @@ class TrialChecks:
         else:
             self.constants = compare.constant_guess(refs)
         saved = {k: v.clone() for k, v in task.model.named_buffers()}
-        again, inputs, digest = self.reference(inputs, self.opts.seed, train=True, grad=True)
+        again, inputs = self.reference(inputs, self.opts.seed, train=True, grad=True)
         with torch.no_grad():
             for k, v in task.model.named_buffers():
                 v.copy_(saved[k])
@@ -311,12 +309,12 @@ class TrialChecks:
             res.flags.append(T.NONDETERMINISTIC_REFERENCE)
         # Does the reference depend on train/eval mode (BatchNorm, Dropout)? If not, an eval-mode mismatch is
         # as wrong as a train-mode one (a kernel right only while self.training is not right).
-        evald, inputs, digest = self.reference(inputs, self.opts.seed, train=False, grad=True)
+        evald, inputs = self.reference(inputs, self.opts.seed, train=False, grad=True)
         with torch.no_grad():
             for k, v in task.model.named_buffers():
                 v.copy_(saved[k])
         self.mode_independent = compare.compare_outputs(evald, refs, self.opts.tolerance).ok
-        return inputs, digest
+        return inputs
 
     def _degenerate(self, why: str) -> None:
         if T.DEGENERATE_TASK not in self.res.flags:
@@ -347,9 +345,9 @@ class TrialChecks:
         that is so."""
         opts, task = self.opts, self.task
         seed = opts.seed + max(1, opts.trials) + 1
-        refs, inputs, digest = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
+        refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
                                               grad=False)
-        reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True, digest=digest)
+        reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
         if reply.get("ok") and compare.compare_outputs(outs, refs, opts.tolerance).ok:
             self.res.verdict, self.res.correct = T.NO_TRITON, False
             self.res.flags.append(T.TRITON_UNUSED)
@@ -462,7 +460,7 @@ class TrialChecks:
             return
         task, opts = self.task, self.opts
         seed = opts.seed + CACHE_PROBE_SEED
-        refs, fresh, _ = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
+        refs, fresh = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
                                         grad=False)
         reply, outs, _ = self.run_candidate(fresh, refs, train=True, grad=False, key="timing", refresh=fresh)
         if not reply.get("ok"):

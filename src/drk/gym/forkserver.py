@@ -17,7 +17,6 @@ import threading
 
 from drk.gym import isolation, wire, zygote
 from drk.gym.isolation import Isolation
-from drk.gym.sandbox import scrubbed_env
 
 START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 60.0

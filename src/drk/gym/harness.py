@@ -113,8 +113,7 @@ def floating_tensors(x: Any) -> list[torch.Tensor]:
 
 
 def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: int, l2_flush: bool,
-               n_inputs: int = 1, perturb: list[torch.Tensor] = (), idle_trials: int | None = None,
-               rng: random.Random | None = None) -> dict:
+               n_inputs: int = 1, perturb: list[torch.Tensor] = ()) -> dict:
     """Time `fn(k)` (k = index of the input set to use, rotating) on a CUDA device, in two passes.
 
     Pass 1, the runtime, is do_bench's protocol: before each call, outside its events, the float inputs in
@@ -130,7 +129,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
 
     Returns milliseconds per call: `b2b` (pass 1), `stream` and `device` (pass 2), `sync_gap_ms` (what
     `device` adds for an empty region) and the protocol used."""
-    rng = rng or random.Random()
+    rng = random.Random()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if l2_flush else None
     for i in range(warmup):
         fn(i % n_inputs)
@@ -144,8 +143,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
         torch.cuda.synchronize(device)
         gaps.append(e1.elapsed_time(e2))
     n_b2b = trials + rng.randrange(0, max(1, trials // 5) + 1)
-    n_idle = idle_trials if idle_trials is not None else max(10, trials // 4)
-    n_idle += rng.randrange(0, 4)
+    n_idle = max(10, trials // 4) + rng.randrange(0, 4)
     order = [True] * n_idle + [False] * n_b2b
     rng.shuffle(order)
     b2b, idle = [], []

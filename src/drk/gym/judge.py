@@ -113,9 +113,6 @@ class Budget:
     hard_deadline: float
 
 
-HARD_WALL_FACTOR = 3.0  # wall time an evaluation may take on a loaded host, as a multiple of its budget
-
-
 class Judge:
     def __init__(self, device: str, slot_dir: str, cache_path: str | None, iso: Isolation, slot_index: int = 0,
                  env: dict | None = None) -> None:
@@ -307,7 +304,7 @@ class Judge:
     def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
         t_start = time.monotonic()
         opts = req.options
-        deadline = Budget(left_s=opts.timeout_s, hard_deadline=t_start + HARD_WALL_FACTOR * opts.timeout_s + 60.0)
+        deadline = Budget(left_s=opts.timeout_s, hard_deadline=t_start + T.HARD_WALL_FACTOR * opts.timeout_s + 60.0)
         res = T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, request_id=req.request_id,
                            task_hash=req.task.source_hash, versions=dict(self.versions),
                            protocol=protocol_of(opts, self.cuda))

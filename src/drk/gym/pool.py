@@ -26,7 +26,6 @@ from drk.gym import types as T
 from drk.gym.sandbox import redact, scrubbed_env, secret_values
 
 JUDGE_START_TIMEOUT_S = 300.0
-HARD_WALL_FACTOR = 3.0  # the judge's own bound (drk.gym.judge.HARD_WALL_FACTOR) on a loaded host
 
 
 def default_cache_dir() -> str:
@@ -136,7 +135,7 @@ class Slot:
 
     def evaluate(self, req: T.EvalRequest, slack_s: float) -> T.EvalResult:
         self.ensure_started()
-        deadline = (HARD_WALL_FACTOR + 1) * req.options.timeout_s + slack_s
+        deadline = (T.HARD_WALL_FACTOR + 1) * req.options.timeout_s + slack_s
         try:
             wire.send(self.conn, {"op": "evaluate", "request": req.to_dict()})
             reply, _ = wire.recv(self.conn, timeout=deadline)
@@ -306,7 +305,6 @@ class LocalPool(SubmitBackend):
     def _evaluate_on(self, slot: Slot, req: T.EvalRequest, alone: bool) -> tuple[T.EvalResult, bool]:
         """(result, whether another evaluation ran at the same time)."""
         me = threading.get_ident()
-        overlapped = [False]
         with self._alone.hold(exclusive=alone):
             with self._cv:
                 for k in self._running:
@@ -318,8 +316,8 @@ class LocalPool(SubmitBackend):
                 res = T.EvalResult(task=req.task.id, verdict=T.INFRA_ERROR, error=str(e)[:500])
             finally:
                 with self._cv:
-                    overlapped[0] = self._running.pop(me, False)
-        return res, overlapped[0]
+                    overlapped = self._running.pop(me, False)
+        return res, overlapped
 
 
 def _suspect(res: T.EvalResult) -> bool:

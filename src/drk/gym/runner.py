@@ -47,12 +47,9 @@ class Runner:
             # rebinds torch.manual_seed and friends, which must not read as tampering later.
             import torch._dynamo  # noqa: F401
             import torch.profiler  # noqa: F401
-        self.limits = {}
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
-        self.sandboxed = True  # the audit-hook layer is always on; the OS sandbox is the zygote's
         self.nonce = None
-        if self.sandboxed:
-            sys.addaudithook(self.policy)
+        sys.addaudithook(self.policy)  # the early layer, always on; the OS sandbox is the fork server's
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.inputs: dict[str, list] = {}
         self.model = None
@@ -89,7 +86,7 @@ class Runner:
     def reply(self, header: dict, frames: list = ()) -> None:
         header = dict(header, nonce=self.nonce)
         header["integrity"] = self.snapshot.changes()
-        if self.module_name is not None and not self.policy.armed and self.sandboxed:
+        if self.module_name is not None and not self.policy.armed:
             header["integrity"].append("sandbox disarmed")
         changed = self.harness.numerics_changed(self.numerics)
         if changed:
@@ -286,7 +283,7 @@ SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory fi
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 
 
-def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str, sandbox: str) -> None:
+def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) -> None:
     """Entry point in the forked, sandboxed child (`drk.gym.zygote`); serves one candidate, never returns."""
     args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache)
     try:
@@ -295,6 +292,5 @@ def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str, 
         traceback.print_exc()
         sys.stdout.flush()
         os._exit(3)
-    runner.sandbox_mode = sandbox
     runner.serve()
     os._exit(0)  # skip interpreter teardown: candidate objects may have broken finalizers

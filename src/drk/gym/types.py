@@ -25,6 +25,9 @@ HACKED = "hacked"                # passed the plain check but a hack defence cau
 # start, a host too loaded to give the candidate its budget, memory held by sibling workers. Never a kernel
 # verdict: excluded from scores and training data, and retried (not skipped) by the next run.
 INFRA_ERROR = "infra_error"
+# Wall time one evaluation may take on a loaded host, as a multiple of its time budget (plus 60 s): the judge
+# charges the candidate only for CPU it got, so its wall clock stretches up to this bound, never further.
+HARD_WALL_FACTOR = 3.0
 VERDICTS = (OK, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASHED, NO_TRITON, FORBIDDEN, HACKED, INFRA_ERROR)
 
 # Named findings (a result may carry several).

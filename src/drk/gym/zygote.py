@@ -172,8 +172,6 @@ class Zygote:
             self._reap()
         self._reap()
         self._wipe(child)
-        if left:
-            print(f"kill: left {left} {[open(f'/proc/{p}/status').read()[:300] for p in left[:2]]}", flush=True)
         return {"op": "kill", "ok": not left, "left": len(left)}
 
     def _wipe(self, child: dict) -> None:
@@ -273,7 +271,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     os.chdir(workdir)
     from drk.gym.runner import run_candidate_process
 
-    run_candidate_process(conn_fd, msg.get("runner") or {}, workdir, cache, sandbox=mode)
+    run_candidate_process(conn_fd, msg.get("runner") or {}, workdir, cache)
     os._exit(0)
 
 
