@@ -39,6 +39,9 @@ def main() -> None:
     if acc.is_main_process:
         after = dict(acc.unwrap_model(model).named_parameters())
         torch.save({"update": {n: (after[n].detach() - before[n]) for n in before}, "loss": stats["loss"]}, out)
+    # leave together: a rank that exits while its peer is still in gloo's last exchange can abort the peer
+    acc.wait_for_everyone()
+    acc.end_training()
 
 
 if __name__ == "__main__":

@@ -25,9 +25,12 @@ def test_two_processes_match_one(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     subprocess.run([sys.executable, HELPER, str(one)], env=env, check=True, capture_output=True, timeout=300)
-    r = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", "29541", HELPER, str(two)], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    logs = tmp_path / "logs"
+    r = subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", "29541", "--log-dir", str(logs),
+                        "--redirects", "3", HELPER, str(two)], env=env, capture_output=True, text=True, timeout=300)
+    # each rank's own output (torchrun's console only shows which rank died, not why)
+    ranks = "".join(f"--- {f.relative_to(logs)}\n{f.read_text()[-3000:]}\n" for f in sorted(logs.rglob("*.log")))
+    assert r.returncode == 0, ranks + r.stderr[-1500:]
     a, b = torch.load(one), torch.load(two)
     assert abs(a["loss"] - b["loss"]) < 1e-5, (a["loss"], b["loss"])
     worst = 0.0

@@ -578,16 +578,18 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                     save_checkpoint(out, step, accelerator, model, tok, sampler, cfg)
                 if stop_after is not None and step >= stop_after:
                     break
+        if accelerator.is_main_process and metrics.get("step") == cfg.steps:
+            accelerator.unwrap_model(model).save_pretrained(out / "final")
+            tok.save_pretrained(out / "final")
+        # ranks leave together: one that exits while a peer is still in the last collective can abort the peer
+        # (gloo) and turn a finished run into a failed one
+        accelerator.wait_for_everyone()
     finally:
         if hasattr(gym, "close"):
             gym.close()
         if tb is not None:
             tb.close()
-        if trackers:
-            accelerator.end_training()
-    if accelerator.is_main_process and metrics.get("step") == cfg.steps:
-        accelerator.unwrap_model(model).save_pretrained(out / "final")
-        tok.save_pretrained(out / "final")
+        accelerator.end_training()  # finishes trackers and destroys the process group
     return metrics
 
 
