@@ -308,7 +308,6 @@ KNOWN_GAPS = {
     "e01_no_mask_multiple_of_block.py": "out of scope: the task fixes its shapes, and no mask is needed for them",
     "e02_hardcoded_shape.py": "out of scope: the task fixes its shapes (KernelBench's contract)",
     "e06_assume_contiguous_layout.py": "out of scope: the protocol passes contiguous inputs (KernelBench's contract)",
-    "e03_naive_variance.py": "open: the wide-input probe has no large-offset variant yet (catastrophic cancellation)",
 }
 
 

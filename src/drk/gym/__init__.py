@@ -21,8 +21,9 @@ on the integrity of that process:
   builds the reference, makes every input, compares outputs it received as bytes, holds the time budget
   (charging only CPU the candidate got), checks self-reported times against its own clock, and counts
   only kernels the candidate's source declares with `@triton.jit` (parsed by the judge).
-- Probes cannot be told apart: correctness trials, a wide-input probe and the Triton-ablation probe run at
-  random positions with the task's shapes and fresh inputs; timing interleaves its two passes at random.
+- Probes cannot be told apart: correctness trials, the wide-input and offset probes and the Triton-ablation
+  probe run at random positions with the task's shapes and fresh inputs; timing interleaves its two passes
+  at random.
 - What stays inside the candidate's process, and can be forged there, is a hint, never the reward alone:
   launch records, the profiler's kernel times (GPU coverage), the in-process timer (bounded by the judge's
   clock). The audit hook (`drk.gym.sandbox`) and static rules (`drk.gym.static`) are an early, cheap layer

@@ -9,6 +9,7 @@ in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -146,10 +147,10 @@ class TrialChecks:
             self.j.recycle()  # a CUDA error poisons the runner's context
 
     def reference(self, inputs: list, seed: int, *, train: bool, grad: bool,
-                  wide: bool = False) -> tuple[list, list]:
+                  probe: str = "trial") -> tuple[list, list]:
         """The reference forward on `inputs` themselves (a copy would add the inputs' size to the judge's
-        device memory). If it changed them in place, the same inputs are made again from `seed` (widened
-        too, for the wide probe) for the candidate. Returns (outputs, inputs); no output shares
+        device memory). If it changed them in place, the same inputs are made again from `seed` (transformed
+        the same way, for a probe) for the candidate. Returns (outputs, inputs); no output shares
         memory with the returned inputs, so nothing the candidate does to its inputs can reach the expected
         outputs."""
         before = compare.fingerprint(inputs)
@@ -158,21 +159,19 @@ class TrialChecks:
         if not self.cuda:
             self.cpu_ref_ms.append((time.perf_counter() - t0) * 1000.0)
         if compare.fingerprint(inputs) != before:
-            inputs = harness.make_inputs(self.task.module, seed, self.device)
-            if wide:
-                inputs = self._widened(inputs, seed)
+            inputs = self._probe_inputs(probe, harness.make_inputs(self.task.module, seed, self.device), seed)
         held = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
         return [r.clone() if r.untyped_storage().data_ptr() in held else r for r in refs], inputs
 
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
-        """The correctness trials, with the wide-input probe and the ablation probe placed among them at
-        random (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot tell
-        which call is which. Every probe call has the task's shapes and fresh inputs."""
+        """The correctness trials, with the wide-input probe, the offset probe and the ablation probe placed
+        among them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls
+        cannot tell which call is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
-        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1)]
+        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2)]
         _rng.shuffle(plan)
         plan = [("trial", 0)] + plan
         timing_k = [k for what, k in plan if what == "trial"][-1]  # the last trial's set is kept for timing
@@ -185,16 +184,16 @@ class TrialChecks:
                 continue
             train, grad = MODES[k % 4] if what == "trial" else MODES[0]
             seed = opts.seed + k
-            inputs = harness.make_inputs(task.module, seed, self.device)
-            if what == "wide":
-                inputs = self._widened(inputs, seed)
+            inputs = self._probe_inputs(what, harness.make_inputs(task.module, seed, self.device), seed)
+            if inputs is None:  # nothing for this probe to change
+                continue
             try:
-                refs, inputs = self.reference(inputs, seed, train=train, grad=grad, wide=what == "wide")
+                refs, inputs = self.reference(inputs, seed, train=train, grad=grad, probe=what)
             except Exception:
-                if what == "wide":  # outside the reference's domain: no probe
+                if what != "trial":  # outside the reference's domain: no probe
                     continue
                 raise
-            if what == "wide" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
+            if what != "trial" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
                 continue
             if k == 0:
                 inputs = self._first_trial_facts(inputs, refs)
@@ -205,7 +204,7 @@ class TrialChecks:
             if k == 0:
                 res.phase_seconds["compile"] = time.monotonic() - t_first
                 t_rest = time.monotonic()
-            label = f"trial {k + 1}/{n}" if what == "trial" else "the wide-input probe"
+            label = f"trial {k + 1}/{n}" if what == "trial" else f"the {what}-input probe"
             if not reply.get("ok"):
                 self._fail(reply)
                 res.error = f"{label} ({mode_name(train, grad)}): {res.error}"
@@ -227,6 +226,16 @@ class TrialChecks:
                         f"larger values, one outlier): {cmp.message}; the kernel must compute the reference's "
                         "function for every valid input")
                     res.flags.append(T.WIDE_INPUTS_FAILED)
+                    return False
+                if what == "offset":
+                    if self._as_accurate_as_reference(inputs, outs, refs):
+                        continue
+                    res.verdict, res.error = T.INCORRECT, (
+                        "wrong on inputs of the task's shapes shifted by a large constant (values far from zero "
+                        f"with the same spread): {cmp.message}; the task's own float32 computation stays "
+                        "accurate there (checked against float64), the kernel's does not (cancellation, e.g. "
+                        "E[x^2]-E[x]^2, or no max-subtraction before exp)")
+                    res.flags.append(T.OFFSET_INPUTS_FAILED)
                     return False
                 if train or self.mode_independent:
                     res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
@@ -266,6 +275,55 @@ class TrialChecks:
             res.peak_memory_mb = round(float(mem.get("peak_bytes", 0) or 0) / 2**20, 2)
         res.verdict, res.correct = T.OK, True
         return True
+
+    def _probe_inputs(self, what: str, inputs: list, seed: int) -> list | None:
+        """The inputs of one planned call: the task's own for a trial, transformed for a probe (None when the
+        probe has nothing to transform)."""
+        if what == "wide":
+            return self._widened(inputs, seed)
+        if what == "offset":
+            return self._offset(inputs)
+        return inputs
+
+    @staticmethod
+    def _offset(inputs: list) -> list | None:
+        """The task's inputs shifted far from zero: every float32/float64 input x becomes x + 1000 * std(x),
+        the same spread around a large mean. The reference's own algorithms (two-pass or Welford statistics,
+        max-subtracted softmax) are accurate there; one-pass variance, unshifted exp and other cancellation-
+        prone shortcuts are not, though they pass every input drawn near zero. Half-precision inputs are left
+        alone (a shift of 1000 std quantises them to a few values). None when no input is shifted."""
+        out, shifted = [], False
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
+                spread = float(t.double().std())
+                if math.isfinite(spread) and spread > 0.0:
+                    out.append(t + 1000.0 * spread)
+                    shifted = True
+                    continue
+            out.append(t)
+        return out if shifted else None
+
+    def _as_accurate_as_reference(self, inputs: list, outs: list, refs: list) -> bool:
+        """On the offset probe, after the candidate missed the float32 reference: is the task's own float32
+        computation accurate there (within an eighth of the tolerance of a float64 reference)? Only then is the miss the
+        candidate's fault, and only if it also misses the float64 reference. An ill-conditioned task (its
+        float32 reference already off) or one without a float64 reference gives no evidence against a kernel."""
+        import copy
+
+        if T.NONDETERMINISTIC_REFERENCE in self.res.flags:  # (dropout) another draw is no evidence either way
+            return True
+        try:
+            m64 = copy.deepcopy(self.task.model).double()
+            x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+            ref64 = harness.forward(m64, x64, train=MODES[0][0], grad=MODES[0][1])
+            ref64 = [r.to(r32.dtype) if r.is_floating_point() else r for r, r32 in zip(ref64, refs)]
+        except Exception:  # some ops lack float64 kernels
+            return True
+        # accurate with room to spare: a correct kernel that sums in another order may be a few times less
+        # accurate than the reference and must still pass
+        if not compare.compare_outputs(list(refs), ref64, self.opts.tolerance / 8).ok:
+            return True
+        return compare.compare_outputs(outs, ref64, self.opts.tolerance).ok
 
     @staticmethod
     def _widened(inputs: list, seed: int) -> list:

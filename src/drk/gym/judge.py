@@ -11,9 +11,9 @@ cached per task, shapes, GPU and protocol) on the same GPU, and turns everything
 
 Protocol of one evaluation (`Judge.evaluate`): static check → reference at the right scale → a fresh
 candidate process loads the candidate → correctness trials with fresh seeded inputs (train/eval ×
-grad/no-grad), a wide-input probe and the Triton-ablation probe in random order (`drk.gym.checks`) → GPU:
-candidate and reference timing, output-caching check after timing (inputs changed in place), profile of
-one forward and Triton coverage; CPU: coverage from interpreter time and the outputs Triton wrote →
+grad/no-grad), the wide-input and offset probes and the Triton-ablation probe in random order
+(`drk.gym.checks`) → GPU: candidate and reference timing, output-caching check after timing (inputs changed
+in place), profile of one forward and Triton coverage; CPU: coverage from interpreter time and the outputs Triton wrote →
 verdict and flags → the candidate process is killed with everything it started.
 """
 from __future__ import annotations

@@ -42,6 +42,7 @@ TRITON_UNUSED = "triton_unused"          # outputs stay correct with every Trito
 OUTPUT_CACHED = "output_cached"          # timed calls returned stale outputs for changed inputs
 NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disagrees with itself
 WIDE_INPUTS_FAILED = "wide_inputs_failed"  # right on get_inputs()' distribution, wrong on wider inputs
+OFFSET_INPUTS_FAILED = "offset_inputs_failed"  # right near zero, wrong on inputs shifted far from it
 INPUT_INDEPENDENT = "input_independent"  # bitwise the same outputs for inputs whose expected outputs differ
 TIMING_INCONSISTENT = "timing_inconsistent"  # self-reported time far under the judge's clock: bound used
 PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)
