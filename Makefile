@@ -13,7 +13,7 @@ venv: $(VENV)/.installed
 
 # torch first and alone: `pip install torch==2.13.0` resolves to the local CPU wheel on CPU machines and
 # to the default (CUDA) wheel elsewhere; everything after it must not move it.
-# Candidate code runs only inside bubblewrap (drk.gym.isolation): install it where this user can.
+# Candidate code runs only inside bubblewrap (drk.gym.sandbox.isolation): install it where this user can.
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \

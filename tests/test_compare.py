@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from drk.gym import compare
+from drk.gym.common import compare
 
 
 def test_blocks_cover_every_element_once_for_any_shape():

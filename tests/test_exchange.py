@@ -1,4 +1,4 @@
-"""The judge <-> candidate memory file of the CUDA path (`drk.gym.shm`), exercised on CPU tensors.
+"""The judge <-> candidate memory file of the CUDA path (`drk.gym.common.shm`), exercised on CPU tensors.
 
     .venv/bin/python -m pytest tests/test_exchange.py -q
 """
@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from drk.gym.shm import Exchange, Mapped
+from drk.gym.common.shm import Exchange, Mapped
 
 
 def test_inputs_arrive_and_only_expected_outputs_are_written():

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from drk.gym.pool import plan_slots
+from drk.gym.transport.pool import plan_slots
 
 
 def test_one_slot_per_gpu_each_sees_exactly_one():

@@ -10,14 +10,15 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil  # noqa: F401  (only to fail loudly if the test environment lacks it)
 import pytest
-
 from conftest import ROOT
+
 from drk.gym import EvalOptions, EvalRequest, LocalPool
-from drk.gym.isolation import SANDBOX_UID_BASE
-from drk.gym.sandbox import redact, scrubbed_env, secret_values
+from drk.gym.sandbox.audit import redact, scrubbed_env, secret_values
+from drk.gym.sandbox.isolation import SANDBOX_UID_BASE
 from drk.tasks import task_from_file
 
 TASK = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")
@@ -49,10 +50,20 @@ def test_secrets_never_reach_the_candidate_or_the_result(tmp_path, monkeypatch):
     assert r2.verdict == "runtime_error" and "K=None" in r2.error
 
 
-def _candidate_pids() -> list[int]:
-    """Processes running as a sandbox candidate uid (the fork server's children)."""
-    lo = SANDBOX_UID_BASE
-    return [p.pid for p in psutil.process_iter(["uids"]) if lo <= p.info["uids"].real < lo + 64]
+def _pool_uids(pool: LocalPool) -> set[int]:
+    """The candidate uids this pool's fork servers drop to (from the account files they give the sandbox);
+    other evaluators on the host have their own."""
+    uids = set()
+    for passwd in Path(pool.root).rglob("etc/passwd"):
+        uids |= {int(line.split(":")[2]) for line in passwd.read_text().splitlines() if line.startswith("drk-sandbox")}
+    uids = {u for u in uids if u >= SANDBOX_UID_BASE}  # the judge's own uid is named there too
+    assert uids
+    return uids
+
+
+def _candidate_pids(uids: set[int]) -> list[int]:
+    """Processes running as one of `uids` (the fork server's children)."""
+    return [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real in uids]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="candidate uids exist only when the evaluator runs as root")
@@ -63,13 +74,14 @@ def test_a_candidate_process_killed_mid_evaluation_is_crashed_and_the_next_runs_
                         "        import math\n        [math.factorial(3000) for _ in range(300)]\n        return out")
     with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"  # warm: judge + fork server up
-        assert _candidate_pids() == [], "a candidate process outlived its evaluation"
+        uids = _pool_uids(pool)
+        assert _candidate_pids(uids) == [], "a candidate process outlived its evaluation"
         seen: list[int] = []
 
         def assassin():
             for _ in range(200):
                 time.sleep(0.05)
-                if pids := _candidate_pids():
+                if pids := _candidate_pids(uids):
                     time.sleep(1.0)
                     seen.extend(pids)
                     for p in pids:
@@ -82,7 +94,27 @@ def test_a_candidate_process_killed_mid_evaluation_is_crashed_and_the_next_runs_
         t.join()
         assert seen and r.verdict == "crashed" and "died" in r.error
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
-        assert _candidate_pids() == []
+        assert _candidate_pids(uids) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="candidate uids exist only when the evaluator runs as root")
+def test_another_evaluator_on_the_host_cannot_kill_this_ones_candidates(tmp_path):
+    """Two evaluators on one host (a `drk gym serve` beside a `drk eval`, two users' jobs) each kill every
+    process of their candidates' uid after an evaluation; sharing a uid would let one kill the other's
+    candidate mid-run, a verdict decided by the neighbour."""
+    slow = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
+                        "import math\n        [math.factorial(3000) for _ in range(100)]\n"
+                        "        return scaled_tanh_bias(x, self.bias, self.scale)")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path / "a")) as a, \
+            LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path / "b")) as b:
+        assert a.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
+        assert b.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
+        assert not _pool_uids(a) & _pool_uids(b), "two evaluators share candidate uids"
+        fut = a.submit(EvalRequest(TASK, slow, opts(trials=20)))
+        while not fut.done():  # the neighbour finishes (and sweeps its uids) many times meanwhile
+            assert b.evaluate(EvalRequest(TASK, GOOD, opts(trials=1))).verdict == "ok"
+        r = fut.result()
+        assert r.verdict == "ok", (r.verdict, r.error)
 
 
 def test_timeout_kills_the_process_group_and_the_slot_recovers(tmp_path):
@@ -123,3 +155,17 @@ def test_without_a_sandbox_drk_refuses_unless_the_user_says_unsafe(tmp_path):
 
     res = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
     assert [x["verdict"] for x in res] == ["ok"] and res[0]["versions"]["sandbox"] == "none"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid pairs are claimed only when the evaluator runs as root")
+def test_uid_pairs_are_exclusive_while_held_and_come_back_when_released():
+    from drk.gym.sandbox.isolation import claim_uid_pair
+
+    a, fa = claim_uid_pair()
+    b, fb = claim_uid_pair()
+    assert not set(a) & set(b) and all(u >= SANDBOX_UID_BASE for u in a + b)
+    os.close(fa)
+    c, fc = claim_uid_pair()
+    os.close(fb)
+    os.close(fc)
+    assert c == a  # the lowest free pair again: nothing leaks when a holder lets go

@@ -14,15 +14,15 @@ from concurrent.futures import Future
 
 import httpx
 import pytest
+from test_service import GOOD, HANG, OPTS, TASK, req_json, running_server
 from typer.testing import CliRunner
 
 from drk.gym import EvalOptions, LocalPool
-from drk.gym.access import AccessPolicy, parse_allow
-from drk.gym.backends import GymUnavailable, HttpGym
-from drk.gym.limits import CLIENT_OPTIONS, Limits
-from drk.gym.server import make_app
+from drk.gym.transport.access import AccessPolicy, parse_allow
+from drk.gym.transport.backends import GymUnavailable, HttpGym
+from drk.gym.transport.limits import CLIENT_OPTIONS, Limits
+from drk.gym.transport.server import make_app
 from drk.gym.types import EvalResult
-from test_service import GOOD, HANG, OPTS, TASK, req_json, running_server
 
 TOKEN = "t0k-" + "x" * 28
 
@@ -80,7 +80,7 @@ def test_allowlist_admits_listed_addresses_and_refuses_others_with_403():
 
 
 def test_token_missing_or_wrong_gets_401_and_right_token_is_admitted(caplog):
-    caplog.set_level(logging.WARNING, logger="drk.gym.server")
+    caplog.set_level(logging.WARNING, logger="drk.gym.transport.server")
     with running_server(make_app(Recorder(), policy=AccessPolicy(token=TOKEN))) as url:
         with client("127.0.0.1") as c:
             assert c.post(f"{url}/evaluate", json=kg_body("t1")).status_code == 401
@@ -88,7 +88,7 @@ def test_token_missing_or_wrong_gets_401_and_right_token_is_admitted(caplog):
             assert wrong.status_code == 401 and wrong.json()["cause"] == "token"
             right = c.post(f"{url}/evaluate", json=kg_body("t3"), headers={"Authorization": f"Bearer {TOKEN}"})
             assert right.status_code == 200
-    lines = [r.getMessage() for r in caplog.records if r.name == "drk.gym.server"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "drk.gym.transport.server"]
     assert lines == ["refused client=127.0.0.1 cause=token"] * 2  # one line each: address and cause only
     assert TOKEN not in caplog.text and "y" * 32 not in caplog.text and "broken" not in caplog.text
 

@@ -19,13 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
-from drk.gym.types import HARD_WALL_FACTOR
-
 from conftest import ROOT
-from drk.gym import EvalOptions, LocalPool
-from drk.gym.limits import Limits
 from test_service import GOOD, HANG, OPTS, TASK, running_server
+
+from drk.gym import EvalOptions, LocalPool
+from drk.gym.transport.limits import Limits
+from drk.gym.types import HARD_WALL_FACTOR
 
 SYNTAX = (ROOT / "tests/corpus/syntax_error.py").read_text()
 TORCH_ONLY = (ROOT / "tests/corpus/hack_torch_only.py").read_text()
@@ -35,7 +34,7 @@ RECIPE = {"correct_w": 0.5, "perf_w": 0.5, "upper": 3.0, "lower": 0.0, "penalty"
 
 @pytest.fixture(scope="module")
 def gym(tmp_path_factory):
-    from drk.gym.server import make_app
+    from drk.gym.transport.server import make_app
 
     pool = LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("kg")), slack_s=60)
     # two unfinished jobs per client: of the three slow samples submitted at once, one meets a 429 and retries

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
-
 from conftest import ROOT
+
 from drk.gym import EvalOptions, EvalRequest, LocalPool
-from drk.gym.backends import HttpGym, make_gym
-from drk.gym.cache import CachedGym, content_key, environment_of
+from drk.gym.transport.backends import HttpGym, make_gym
+from drk.gym.transport.cache import CachedGym, content_key, environment_of
 from drk.gym.types import EvalResult
 from drk.tasks import task_from_file
 
@@ -60,7 +60,7 @@ def running_server(app):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from drk.gym.server import make_app
+    from drk.gym.transport.server import make_app
 
     pool = LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("c")), slack_s=60)
     with running_server(make_app(pool, EvalOptions(**OPTS))) as url:
@@ -177,7 +177,7 @@ def test_eval_cache_never_answers_with_another_machines_numbers(tmp_path):
 
 def test_ray_backend_on_local_ray(tmp_path):
     ray = pytest.importorskip("ray")
-    from drk.gym.ray_backend import RayGym
+    from drk.gym.transport.ray_backend import RayGym
 
     gym = RayGym(None, device="cpu", workers=2, cache_dir=str(tmp_path), num_cpus=2, slack_s=60)
     try:

@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import ROOT
-from drk.gym.static import check_source
+
+from drk.gym.judge.static import check_source
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
 MODEL = "\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
@@ -97,7 +97,7 @@ def test_numeric_settings_are_the_evaluators(line):
 
 
 def test_triton_kernel_names_come_from_the_source_and_vendor_names_are_refused():
-    from drk.gym.static import triton_kernel_names
+    from drk.gym.judge.static import triton_kernel_names
 
     src = HEADER + """from triton import jit
 @triton.jit

@@ -11,9 +11,8 @@ disk and rerunning the same command resumes.
 """
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import re
 from pathlib import Path
 from typing import Optional
@@ -259,8 +258,8 @@ class open_gym:
 
     def __enter__(self):
         from drk.agent.episode import InfraError
-        from drk.gym.backends import GymUnavailable, make_gym
-        from drk.gym.pool import SandboxError
+        from drk.gym.transport.backends import GymUnavailable, make_gym
+        from drk.gym.transport.pool import SandboxError
 
         spec, device, workers, cache = self.args
         try:
@@ -284,8 +283,14 @@ class StageProgress:
     """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA."""
 
     def __init__(self, label: str) -> None:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.prog = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
                              TextColumn("ok {task.fields[ok]}"), TimeElapsedColumn(), TextColumn("eta"),
@@ -937,11 +942,11 @@ def gym_serve(
     """
     import os
 
-    from drk.gym.access import AccessPolicy, bind_problem, parse_allow
-    from drk.gym.limits import Limits
+    from drk.gym.transport.access import AccessPolicy, bind_problem, parse_allow
+    from drk.gym.transport.limits import Limits
 
     try:
-        from drk.gym.server import serve
+        from drk.gym.transport.server import serve
     except ImportError:
         raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
     try:

@@ -42,8 +42,8 @@ CHAT_TEMPLATE = (
 
 # BPE training text: the project's own prompt material and a few of its own modules (Python, PyTorch and
 # Triton code plus English), so the tokenizer sees the vocabulary of kernel prompts without any outside text.
-_CORPUS_MODULES = ("drk/agent/prompts.py", "drk/agent/feedback.py", "drk/gym/harness.py", "drk/gym/compare.py",
-                   "drk/tasks/scaling.py")
+_CORPUS_MODULES = ("drk/agent/prompts.py", "drk/agent/feedback.py", "drk/gym/common/harness.py",
+                   "drk/gym/common/compare.py", "drk/tasks/scaling.py")
 
 
 def _corpus_code() -> str:

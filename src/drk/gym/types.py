@@ -6,8 +6,10 @@ over pipes to worker processes, over HTTP to a remote gym, and into `results.jso
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from drk.tasks import Task
 
@@ -148,3 +150,19 @@ class EvalResult:
     @property
     def ok(self) -> bool:
         return self.verdict == OK
+
+
+@runtime_checkable
+class Gym(Protocol):
+    """The one interface every stage uses for evaluation, whatever the backend (`drk.gym.transport.backends
+    .make_gym`: local pool, HTTP service, Ray, cached). Results never raise for a candidate's failure: a
+    verdict says it; infrastructure failures come back as `infra_error` results."""
+
+    def submit(self, req: EvalRequest) -> Future: ...
+
+    def evaluate(self, req: EvalRequest) -> EvalResult: ...
+
+    def evaluate_batch(self, reqs: Iterable[EvalRequest],
+                       on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]: ...
+
+    def close(self) -> None: ...

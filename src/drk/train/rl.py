@@ -38,10 +38,10 @@ from typing import Callable
 import torch
 
 from drk.config import ConfigError
+from drk.engines.base import TimedEngine
 from drk.records import JsonlWriter, write_json
 from drk.train import algos
 from drk.train.algos import AlgoConfig
-from drk.engines.base import TimedEngine
 from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,8 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
 # ---------------------------------------------------------------------------------------------- rollouts
 def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
     """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
-    from drk.agent.episode import EpisodeConfig, new_episode, step as turn_step
+    from drk.agent.episode import EpisodeConfig, new_episode
+    from drk.agent.episode import step as turn_step
     from drk.engines.base import SamplingParams
     from drk.gym import EvalOptions
     from drk.gym.reward import RewardWeights
@@ -607,7 +608,7 @@ def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
     engine = TimedEngine(engine)
     if cfg.env == "toy":
         return engine, ToyEnv()
-    from drk.gym.backends import make_gym
+    from drk.gym.transport.backends import make_gym
 
     cache = str(Path(cfg.out) / "eval_cache.sqlite") if cfg.eval_cache else None
     return engine, make_gym(cfg.gym, device=cfg.eval_device, workers=cfg.eval_workers, cache_path=cache)

@@ -2,7 +2,7 @@
 `EvalResult` translated into its result fields, so that KernelGYM's released reward client and trainer
 work against `drk gym serve` unchanged.
 
-It is: pure translation (no HTTP, no state). It isn't: the routes and the job store (`drk.gym.server`),
+It is: pure translation (no HTTP, no state). It isn't: the routes and the job store (`drk.gym.transport.server`),
 or the reward (KernelGYM's trainer computes it from these fields). `docs/kernelgym-compat.md` lists what
 is supported and what differs.
 
@@ -26,8 +26,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from drk.gym import limits as L
 from drk.gym import types as T
+from drk.gym.transport import limits as L
 from drk.tasks import Task
 
 # KernelGYM request field -> EvalOptions field

@@ -3,9 +3,9 @@ factory every stage uses for `--gym`:
 
 - `local` (default): `LocalPool`, warm workers on this machine's GPUs or CPU;
 - `http://HOST:PORT`: a `drk gym serve` instance (`HttpGym`);
-- `ray` / `ray://HOST:PORT`: evaluation actors on a Ray cluster (`drk.gym.ray_backend.RayGym`).
+- `ray` / `ray://HOST:PORT`: evaluation actors on a Ray cluster (`drk.gym.transport.ray_backend.RayGym`).
 
-Optionally wrapped by the SQLite evaluation cache (`drk.gym.cache.CachedGym`).
+Optionally wrapped by the SQLite evaluation cache (`drk.gym.transport.cache.CachedGym`).
 """
 from __future__ import annotations
 
@@ -14,12 +14,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from drk.gym import types as T
-from drk.gym.pool import SubmitBackend
-
-
-class GymUnavailable(RuntimeError):
-    """The requested evaluator backend cannot be reached or started (shown to the user as one line)."""
-
+from drk.gym.transport.base import GymUnavailable, SubmitBackend
 
 TOKEN_ENV = "DRK_GYM_TOKEN"  # the bearer token for a service started with --token-env
 
@@ -105,23 +100,23 @@ class HttpGym(SubmitBackend):
 
 
 def make_gym(spec: str = "local", *, device: str = "auto", workers: int | None = None,
-             cache_path: str | None = None):
+             cache_path: str | None = None) -> T.Gym:
     """The backend named by `spec`, optionally behind the evaluation cache."""
     spec = spec or "local"
     if spec == "local":
-        from drk.gym.pool import LocalPool
+        from drk.gym.transport.pool import LocalPool
 
         gym = LocalPool(device=device, workers=workers)
     elif spec.startswith(("http://", "https://")):
         gym = HttpGym(spec)
     elif spec == "ray" or spec.startswith("ray://"):
-        from drk.gym.ray_backend import RayGym
+        from drk.gym.transport.ray_backend import RayGym
 
         gym = RayGym(None if spec == "ray" else spec, device=device, workers=workers)
     else:
         raise GymUnavailable(f"unknown --gym {spec!r}: use local, http://HOST:PORT, ray or ray://HOST:PORT")
     if cache_path:
-        from drk.gym.cache import CachedGym
+        from drk.gym.transport.cache import CachedGym
 
         gym = CachedGym(gym, cache_path)
     return gym

@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from drk.gym.tensors import DTYPES, dtype_name
+from drk.gym.common.tensors import DTYPES, dtype_name
 
 ALIGN = 256
 

@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from drk.gym import types as T
-from drk.gym.pool import SubmitBackend
+from drk.gym.transport.base import SubmitBackend
 
 
 def _slot_actor_class():
@@ -29,7 +29,7 @@ def _slot_actor_class():
             import os
             import tempfile
 
-            from drk.gym.pool import Slot, default_cache_dir
+            from drk.gym.transport.pool import Slot, default_cache_dir
 
             cache_dir = cache_dir or default_cache_dir()
             os.makedirs(cache_dir, exist_ok=True)
@@ -53,7 +53,7 @@ class RayGym(SubmitBackend):
         try:
             import ray
         except ImportError:
-            from drk.gym.backends import GymUnavailable
+            from drk.gym.transport.base import GymUnavailable
 
             raise GymUnavailable("the Ray backend needs ray: pip install 'drk[ray]'") from None
         self.ray = ray

@@ -1,20 +1,21 @@
-"""The judge: the trusted half of an evaluation slot (`python -m drk.gym.judge`).
+"""The judge: the trusted half of an evaluation slot (`python -m drk.gym.judge.evaluation`).
 
 One judge per device slot. It builds the reference from the task (never from candidate code), makes the
-seeded inputs, computes the expected outputs, and has the slot's fork server (`drk.gym.zygote`, inside
-the OS sandbox) start a fresh candidate process for each evaluation (`drk.gym.runner` runs there). Inputs
-and outputs travel as bytes (CPU) or through one sealed memory file per forward (CUDA, `drk.gym.shm`); the
-judge compares them here, keeps the candidate's time budget (charged only for CPU time it got), and
-checks what the candidate process reports against its own clock, so nothing the candidate does inside
-its own interpreter can change a verdict. The judge also times the reference (eager and torch.compile,
-cached per task, shapes, GPU and protocol) on the same GPU, and turns everything into one `EvalResult`.
+seeded inputs, computes the expected outputs, and has the slot's fork server (`drk.gym.sandbox.zygote`,
+inside the OS sandbox) start a fresh candidate process for each evaluation (`drk.gym.sandbox.runner` runs
+there). Inputs and outputs travel as bytes (CPU) or through one sealed memory file per forward (CUDA,
+`drk.gym.common.shm`); the judge compares them here, keeps the candidate's time budget (charged only for CPU
+time it got), and checks what the candidate process reports against its own clock, so nothing the candidate
+does inside its own interpreter can change a verdict. The judge also times the reference (eager and
+torch.compile, cached per task, shapes, GPU and protocol) on the same GPU, and turns everything into one
+`EvalResult`.
 
 Protocol of one evaluation (`Judge.evaluate`): static check → reference at the right scale → a fresh
 candidate process loads the candidate → correctness trials with fresh seeded inputs (train/eval ×
 grad/no-grad), the wide-input and offset probes and the Triton-ablation probe in random order
-(`drk.gym.checks`) → GPU: candidate and reference timing, output-caching check after timing (inputs changed
-in place), profile of one forward and Triton coverage; CPU: coverage from interpreter time and the outputs Triton wrote →
-verdict and flags → the candidate process is killed with everything it started.
+(`drk.gym.judge.checks`) → GPU: candidate and reference timing, output-caching check after timing (inputs
+changed in place), profile of one forward and Triton coverage; CPU: coverage from interpreter time and the
+outputs Triton wrote → verdict and flags → the candidate process is killed with everything it started.
 """
 from __future__ import annotations
 
@@ -25,17 +26,20 @@ import pickle
 import secrets
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-from drk.gym import harness, isolation, static, wire
 from drk.gym import types as T
-from drk.gym.forkserver import ForkServer, ForkServerGone
-from drk.gym.isolation import Isolation
-from drk.gym.refcache import RefTimeCache
-from drk.gym.sandbox import scrubbed_env
-from drk.gym.tensors import nbytes
+from drk.gym.common import harness, wire
+from drk.gym.common.tensors import nbytes
+from drk.gym.judge import static
+from drk.gym.judge.checks import PreparedTask, TrialChecks
+from drk.gym.judge.forkserver import ForkServer, ForkServerGone
+from drk.gym.judge.refcache import RefTimeCache
+from drk.gym.sandbox import isolation
+from drk.gym.sandbox.audit import scrubbed_env
+from drk.gym.sandbox.isolation import Isolation
 from drk.tasks.scaling import ScalingError, fit_budget, scale_source
 
 CPU_INPUT_BUDGET_MB = 2.0
@@ -51,18 +55,6 @@ class RunnerGone(Exception):
 
 
 DEVICE_MEMORY_FACTOR = 10
-
-
-@dataclass
-class PreparedTask:
-    key: tuple
-    module: object
-    source: str
-    constants: dict
-    scaled: bool
-    init_inputs: list
-    model: torch.nn.Module
-    notes: list[str] = field(default_factory=list)
 
 
 class RunnerHandle:
@@ -403,9 +395,6 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
         p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check",
                  l2_flush_bytes=harness.L2_FLUSH_BYTES if opts.l2_flush else 0)
     return p
-
-
-from drk.gym.checks import TrialChecks  # noqa: E402  (checks imports Judge types above)
 
 
 def _serve(conn, judge: Judge) -> None:

@@ -1,4 +1,4 @@
-"""The fork server (`python -m drk.gym.zygote`): one per evaluation slot, inside the slot's sandbox.
+"""The fork server (`python -m drk.gym.sandbox.zygote`): one per evaluation slot, inside the slot's sandbox.
 
 It imports torch, Triton and the runner once, never initialises CUDA and never runs candidate code, then
 forks one fresh interpreter per candidate, so nothing (environment, module attributes, `sys.modules`,
@@ -9,7 +9,7 @@ Per candidate, in the forked child, before any candidate code exists in it: ever
 but its evaluation channel and log is closed, the environment is replaced by the judge's scrubbed one, a
 private work directory (HOME, TMPDIR, Triton cache seeded from the slot's read-only base cache) is made,
 resource limits are set, and in `root` mode the child drops to the candidate uid with no supplementary
-groups, `no_new_privs` and a parent-death signal. Then `drk.gym.runner` takes over.
+groups, `no_new_privs` and a parent-death signal. Then `drk.gym.sandbox.runner` takes over.
 
 After the evaluation the judge says `kill`: the fork server kills every process of that candidate (by
 uid in `root` mode, every process of the sandbox but itself in `userns` mode; setsid and double-forked
@@ -97,7 +97,7 @@ class Zygote:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
-        from drk.gym import runner  # noqa: F401
+        from drk.gym.sandbox import runner  # noqa: F401
 
     def serve(self) -> None:
         send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode})
@@ -269,7 +269,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     os.chdir(workdir)
-    from drk.gym.runner import run_candidate_process
+    from drk.gym.sandbox.runner import run_candidate_process
 
     run_candidate_process(conn_fd, msg.get("runner") or {}, workdir, cache)
     os._exit(0)

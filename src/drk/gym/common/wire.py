@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-
 from multiprocessing.connection import Connection
 from typing import Any
 

@@ -36,8 +36,9 @@ WATCHED = [
     "multiprocessing.connection.Connection.poll",
 ]
 WATCHED_MODULES = ["torch", "torch.cuda", "torch.nn", "triton", "triton.language", "time", "json", "drk", "drk.gym",
-                   "drk.gym.runner", "drk.gym.harness", "drk.gym.tensors", "drk.gym.integrity", "drk.gym.wire",
-                   "drk.gym.triton_hooks", "drk.gym.sandbox", "multiprocessing.connection", "builtins"]
+                   "drk.gym.sandbox.runner", "drk.gym.common.harness", "drk.gym.common.tensors",
+                   "drk.gym.sandbox.integrity", "drk.gym.common.wire", "drk.gym.sandbox.triton_hooks",
+                   "drk.gym.sandbox.audit", "multiprocessing.connection", "builtins"]
 
 
 def _resolve(dotted: str) -> Any:

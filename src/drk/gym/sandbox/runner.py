@@ -1,6 +1,6 @@
 """The candidate runner: the only code that executes candidate code.
 
-It runs in a process forked for one candidate by the slot's fork server (`drk.gym.zygote`), already
+It runs in a process forked for one candidate by the slot's fork server (`drk.gym.sandbox.zygote`), already
 inside the OS sandbox and unprivileged, and serves that one candidate: load it, run forwards on inputs the
 judge sends, time calls, profile one call; then the process is killed. It never sees the reference
 program, never holds expected outputs and never decides a verdict; what it reports is JSON plus raw tensor
@@ -23,7 +23,9 @@ class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
 
-        from drk.gym import compare, harness, integrity, sandbox, tensors, triton_hooks, wire
+        from drk.gym.common import compare, harness, tensors, wire
+        from drk.gym.sandbox import audit as sandbox
+        from drk.gym.sandbox import integrity, triton_hooks
 
         self.torch, self.harness, self.tensors, self.wire, self.compare = torch, harness, tensors, wire, compare
         self.device = args.device
@@ -171,7 +173,7 @@ class Runner:
         key = h.get("key") or ""
         mapped = None
         if h.get("_fds"):  # CUDA path: inputs and output slots in a sealed memory file from the judge
-            from drk.gym.shm import Mapped
+            from drk.gym.common.shm import Mapped
 
             mapped = Mapped(h["_fds"][0], h)
             shared = iter(mapped.input_tensors(self.device))
@@ -284,7 +286,7 @@ MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fail
 
 
 def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) -> None:
-    """Entry point in the forked, sandboxed child (`drk.gym.zygote`); serves one candidate, never returns."""
+    """Entry point in the forked, sandboxed child (`drk.gym.sandbox.zygote`); serves one candidate, never returns."""
     args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache)
     try:
         runner = Runner(args)

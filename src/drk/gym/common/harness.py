@@ -4,7 +4,7 @@ profiling. Nothing here decides a verdict; the judge does.
 Timing (GPU) is CUDA events around each call, with an L2 flush before every timed call (outside the
 timed region), `warmup` untimed calls first, and a device-wide check: after the end event the host
 synchronises the whole device and records a third event, so work left running on a side stream shows up
-as the gap between "stream" and "device" time (see `drk.gym.judge` for how that gap is used).
+as the gap between "stream" and "device" time (see `drk.gym.judge.evaluation` for how that gap is used).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from drk.gym.tensors import flatten_outputs, tensors_of, to_device
+from drk.gym.common.tensors import flatten_outputs, tensors_of, to_device
 
 L2_FLUSH_BYTES = 256 * 2**20  # several times the L2 of any current GPU (H100/H200: 50/60 MB)
 

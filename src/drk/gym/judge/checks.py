@@ -13,18 +13,44 @@ import math
 import random
 import statistics
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
-from drk.gym import compare, harness, static
 from drk.gym import types as T
-from drk.gym.runner import SHM_TENSOR
-from drk.gym.shm import Exchange
-from drk.gym.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
+from drk.gym.common import compare, harness
+from drk.gym.common.shm import Exchange
+from drk.gym.common.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
+from drk.gym.judge import static
+from drk.gym.sandbox.runner import SHM_TENSOR
 
-if TYPE_CHECKING:
-    from drk.gym.judge import Judge, PreparedTask
+
+class CandidateLink(Protocol):
+    """What the checks need of the judge: the device, and one call into the candidate process within the
+    evaluation's budget (the judge owns the process, its budget and its restart)."""
+
+    device: str
+    cuda: bool
+
+    def call(self, header: dict, payload=None, *, deadline, fds=()) -> tuple[dict, list[bytes]]: ...
+
+    def recycle(self) -> None: ...
+
+
+@dataclass
+class PreparedTask:
+    """A task as the judge holds it: the loaded (possibly scaled) program, its reference model and facts."""
+
+    key: tuple
+    module: object
+    source: str
+    constants: dict
+    scaled: bool
+    init_inputs: list
+    model: torch.nn.Module
+    notes: list[str] = field(default_factory=list)
+
 
 # train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).
 MODES = [(True, True), (True, False), (False, False), (False, True)]
@@ -40,7 +66,7 @@ def mode_name(train: bool, grad: bool) -> str:
 
 
 class TrialChecks:
-    def __init__(self, judge: "Judge", req: T.EvalRequest, task: "PreparedTask", res: T.EvalResult,
+    def __init__(self, judge: CandidateLink, req: T.EvalRequest, task: PreparedTask, res: T.EvalResult,
                  deadline: float) -> None:
         self.j, self.req, self.task, self.res, self.deadline = judge, req, task, res, deadline
         self.opts = req.options

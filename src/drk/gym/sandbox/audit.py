@@ -1,7 +1,7 @@
 """The candidate process's early layer: its scrubbed environment and an audit-hook policy with clear messages.
 
 This is not the boundary. Candidate code runs in a process of its own inside the OS sandbox
-(`drk.gym.isolation`, `drk.gym.zygote`), and the judge trusts nothing this process reports beyond what it
+(`drk.gym.sandbox.isolation`, `drk.gym.sandbox.zygote`), and the judge trusts nothing this process reports beyond what it
 checks itself. What this layer adds is a clear, early `forbidden` with a reason a model can act on:
 
 - the environment every worker starts with: an allow-list of variables (paths, CUDA/Triton settings,

@@ -3,7 +3,8 @@
 It is: the server's maxima (`Limits`) and the allow-list of `EvalOptions` fields a request may set, each
 numeric one clamped to those maxima, with a record of what was clamped or ignored so that the answer can
 say which values were used.
-It isn't: access control (`drk.gym.access`) or back-pressure (`drk.gym.server` counts jobs in flight).
+It isn't: access control (`drk.gym.transport.access`) or back-pressure (`drk.gym.transport.server` counts jobs in
+flight).
 
 The rule: a request may tune the measurement protocol of its own evaluation (trials, tolerance, timing),
 never how or where the evaluator runs. Anything not on the allow-list (the device, and any future switch of

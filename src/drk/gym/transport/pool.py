@@ -3,7 +3,7 @@
 This is the embedded default backend. Slots: one per visible GPU (or `workers` slots spread over the
 GPUs), or `workers` on CPU. A slot's judge stays warm across evaluations (torch and Triton imported, CUDA
 context up, references prepared); every candidate gets a fresh process from the slot's fork server
-(`drk.gym.zygote`). A judge that stops answering is killed with its whole process group and restarted,
+(`drk.gym.sandbox.zygote`). A judge that stops answering is killed with its whole process group and restarted,
 and its request gets a `crashed`/`timeout` result. No request waits forever. A failure that a busy
 neighbour can cause (timeout, out of memory, a dead worker) is evaluated again with nothing else running
 before it stands. Without OS isolation the pool refuses to start unless `unsafe_no_sandbox`.
@@ -18,12 +18,13 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from concurrent.futures import Future, as_completed
-from typing import Callable, Iterable
+from concurrent.futures import Future
 
-from drk.gym import static, wire
 from drk.gym import types as T
-from drk.gym.sandbox import redact, scrubbed_env, secret_values
+from drk.gym.common import wire
+from drk.gym.judge import static
+from drk.gym.sandbox.audit import redact, scrubbed_env, secret_values
+from drk.gym.transport.base import SubmitBackend
 
 JUDGE_START_TIMEOUT_S = 300.0
 
@@ -96,7 +97,7 @@ class Slot:
 
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
-        cmd = [sys.executable, "-m", "drk.gym.judge", "--fd", str(child_fd), "--device", self.device,
+        cmd = [sys.executable, "-m", "drk.gym.judge.evaluation", "--fd", str(child_fd), "--device", self.device,
                "--slot-dir", self.dir, "--slot-index", str(self.index), "--cache", self.cache_path] + (
                ["--unsafe-no-sandbox"] if self.unsafe else [])
         log = open(os.path.join(self.dir, "judge.log"), "ab")
@@ -152,27 +153,6 @@ class Slot:
                             request_id=req.request_id, task_hash=req.task.source_hash)
 
 
-class SubmitBackend:
-    """`evaluate` and `evaluate_batch` for any backend that implements `submit(request) -> Future`."""
-
-    def submit(self, req: T.EvalRequest) -> Future:  # pragma: no cover - implemented by subclasses
-        raise NotImplementedError
-
-    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
-        return self.submit(req).result()
-
-    def evaluate_batch(self, reqs: Iterable[T.EvalRequest],
-                       on_result: Callable[[int, T.EvalResult], None] | None = None) -> list[T.EvalResult]:
-        """Evaluate all requests in parallel; results in input order. `on_result(i, r)` is called (from this
-        thread) as each finishes."""
-        futs = [self.submit(r) for r in reqs]
-        index = {id(f): i for i, f in enumerate(futs)}
-        for f in as_completed(futs):
-            if on_result is not None:
-                on_result(index[id(f)], f.result())
-        return [f.result() for f in futs]
-
-
 class LocalPool(SubmitBackend):
     """Warm local workers behind `submit` (a Future per request), `evaluate` and `evaluate_batch`.
 
@@ -184,7 +164,7 @@ class LocalPool(SubmitBackend):
         self.device = detect_device(device)
         if unsafe_no_sandbox is None:  # the CLI's --unsafe-no-sandbox; never a request option
             unsafe_no_sandbox = os.environ.get("DRK_UNSAFE_NO_SANDBOX", "") not in ("", "0")
-        from drk.gym import isolation
+        from drk.gym.sandbox import isolation
 
         try:  # refuse here, once, with the reason, rather than in every evaluation
             self.isolation = isolation.detect(allow_unsafe=unsafe_no_sandbox)
@@ -218,7 +198,7 @@ class LocalPool(SubmitBackend):
     def environment(self, start: bool = True) -> set[str]:
         """Where this pool's results are measured (`drk.gym.cache.environment_of` of each started worker's
         device and versions). With `start`, starts the first worker when none has (empty if it cannot start)."""
-        from drk.gym.cache import environment_of
+        from drk.gym.transport.cache import environment_of
 
         if start and not any(s.hello for s in self.slots):
             try:

@@ -3,7 +3,7 @@
 It is: the start-up rule for binds (`bind_problem`), the per-request rule (`AccessPolicy`), the ASGI guard
 that applies it and the body-size limit before any route runs (`Guard`), and the one place refusals are
 counted and logged (`Refusals`).
-It isn't: the limits on what an admitted request may ask for (`drk.gym.limits`), or TLS (put a terminating
+It isn't: the limits on what an admitted request may ask for (`drk.gym.transport.limits`), or TLS (put a terminating
 proxy in front when the traffic crosses an untrusted network).
 
 The rules:
@@ -26,7 +26,7 @@ import logging
 import threading
 from collections import Counter
 
-log = logging.getLogger("drk.gym.server")
+log = logging.getLogger("drk.gym.transport.server")
 
 OPEN_PATHS = ("/health",)  # answered to anyone, but only with what is not secret (see server.health)
 

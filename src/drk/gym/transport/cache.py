@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from typing import Callable, Iterable
 
 from drk.gym import types as T
-from drk.gym.pool import SubmitBackend
+from drk.gym.transport.base import SubmitBackend
 
 NOT_CACHED = (T.TIMEOUT, T.CRASHED)
 PROTOCOL_KEYS = ("device", "trials", "tolerance", "seed", "timing", "warmup", "timing_trials", "l2_flush",

@@ -3,7 +3,7 @@ builds the sandbox every candidate process lives in.
 
 Rule: no fact the reward depends on may rest on the integrity of the candidate's own process, so the
 boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fork server
-(`drk.gym.zygote`) inside a bubblewrap sandbox:
+(`drk.gym.sandbox.zygote`) inside a bubblewrap sandbox:
 
 - its own network namespace (no interface but a downed loopback), IPC, UTS and PID namespaces, a new
   session, and it dies with its judge (`--die-with-parent`);
@@ -14,7 +14,9 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
 - mode `root` (the evaluator runs as root, as on the H200 and CI): the fork server keeps only
   CAP_SETUID, CAP_SETGID and CAP_KILL, and every candidate process drops to an unprivileged uid of its
   own (two per slot, alternating, so a candidate never shares a uid with the next one), with
-  `no_new_privs`; after the evaluation every process of that uid is killed and its files removed;
+  `no_new_privs`; after the evaluation every process of that uid is killed and its files removed. The
+  pair is claimed host-wide (`claim_uid_pair`): per-uid limits such as RLIMIT_NPROC count every process of
+  a uid on the host, so two evaluators sharing a uid would let one's candidate starve the other's;
 - mode `userns` (an ordinary user, unprivileged user namespaces on): the same view inside a user
   namespace; the candidate keeps the user's uid *inside* the sandbox, and after each evaluation the fork
   server kills every other process in the sandbox's PID namespace and wipes /tmp.
@@ -22,8 +24,8 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
 Where neither works, `detect` refuses. The user's explicit switch (`allow_unsafe`, CLI
 `--unsafe-no-sandbox`) turns isolation off, and every result then records `sandbox: none`.
 
-Not here: the resource limits and privilege drop applied per candidate (`drk.gym.zygote`), and the
-judge's evidence rules (`drk.gym.judge`).
+Not here: the resource limits and privilege drop applied per candidate (`drk.gym.sandbox.zygote`), and the
+judge's evidence rules (`drk.gym.judge.evaluation`).
 """
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ HIDDEN = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv"
 # account files are the slot's own (root and the candidate uids), so no host detail can reach a result.
 ETC_KEEP = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "gai.conf",
             "host.conf", "mime.types")
-SANDBOX_UID_BASE = 61000   # candidate uids: SANDBOX_UID_BASE + 2 * slot + {0, 1}; never a real account
+SANDBOX_UID_BASE = 61000   # candidate uids: SANDBOX_UID_BASE + 2 * pair + {0, 1}; never a real account
+UID_PAIRS = 2048           # pairs a host can hand out at once (uids 61000..65095)
+UID_LOCK_DIRS = ("/run/lock/drk-sandbox-uids", "/var/lock/drk-sandbox-uids", "/tmp/drk-sandbox-uids")
 PROBE_TIMEOUT_S = 20.0
 
 
@@ -78,6 +82,38 @@ def _needed_paths() -> list[str]:
 
 def _under_hidden(path: str) -> bool:
     return any(path == h or path.startswith(h + "/") for h in HIDDEN)
+
+
+def claim_uid_pair() -> tuple[list[int], int]:
+    """Two candidate uids that no other evaluator on this host holds, and the descriptor whose lock holds
+    them (an exclusive `flock` on one file per pair; the kernel releases it when the holder exits, however
+    it exits, so a crashed evaluator never leaks its pair). Close the descriptor to give them back."""
+    import fcntl
+    import stat
+
+    folder = None
+    for d in UID_LOCK_DIRS:
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            st = os.lstat(d)
+        except OSError:
+            continue
+        # these parents are world-writable: a folder someone else made (or a link) could hold our locks or
+        # redirect our files, so only one of our own, closed to others, is used
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
+            folder = d
+            break
+    if folder is None:
+        raise SandboxUnavailable(f"no writable folder for the sandbox's uid locks ({', '.join(UID_LOCK_DIRS)})")
+    for i in range(UID_PAIRS):
+        fd = os.open(os.path.join(folder, f"pair-{i}"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return [SANDBOX_UID_BASE + 2 * i, SANDBOX_UID_BASE + 2 * i + 1], fd
+    raise SandboxUnavailable(f"all {UID_PAIRS} sandbox uid pairs are held by other evaluators on this host")
 
 
 def fake_accounts(folder: str, uids: list[int]) -> str:

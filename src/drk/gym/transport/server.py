@@ -3,7 +3,7 @@
 Endpoints (JSON):
 - drk's own: `POST /v1/submit` {request} -> {job_id, options, clamped, ignored}; `GET /v1/status/{job_id}`;
   `GET /v1/result/{job_id}` (202 until done); `POST /v1/batch` {requests: [...]} -> {results: [...]}.
-- KernelGYM's (`drk.gym.kernelgym`, `docs/kernelgym-compat.md`): `POST /evaluate` (blocks until the result
+- KernelGYM's (`drk.gym.transport.kernelgym`, `docs/kernelgym-compat.md`): `POST /evaluate` (blocks until the result
   is ready, up to about the request's timeout), `POST /evaluate/batch`, `GET /status/{task_id}`,
   `GET /results/{task_id}`.
 - `GET /health` (open: `status: healthy`; details only to admitted clients), `GET /metrics` (counters,
@@ -11,10 +11,10 @@ Endpoints (JSON):
 
 It is: routes, the in-memory job store, and admission (back-pressure, task-id ownership). It isn't: the
 evaluator (any backend with `submit(request) -> Future`), access control and the body limit
-(`drk.gym.access`), or the option allow-list and maxima (`drk.gym.limits`).
+(`drk.gym.transport.access`), or the option allow-list and maxima (`drk.gym.transport.limits`).
 
 Rules:
-- Every job ends: the pool kills and restarts stuck workers (`drk.gym.pool`), so a GET never waits on a
+- Every job ends: the pool kills and restarts stuck workers (`drk.gym.transport.pool`), so a GET never waits on a
   worker, and a blocking POST waits at most about the request's timeout before answering "processing".
 - Back-pressure: more unfinished jobs from one client address than `max_inflight_per_client` get 429, more
   in all than `max_queue` get 503; both mean "retry later" to KernelGYM's client and to `HttpGym`.
@@ -32,10 +32,10 @@ from collections import Counter, OrderedDict, defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from drk.gym import kernelgym as KG
-from drk.gym import limits as L
 from drk.gym import types as T
-from drk.gym.access import AccessPolicy, Guard, Refusals, client_of
+from drk.gym.transport import kernelgym as KG
+from drk.gym.transport import limits as L
+from drk.gym.transport.access import AccessPolicy, Guard, Refusals, client_of
 
 MAX_JOBS = 100_000
 BLOCK_FRACTION = 0.9  # a blocking POST answers before the client's read timeout (KernelGYM: = the request's)
@@ -376,7 +376,7 @@ def serve(backend, host: str, port: int, defaults: T.EvalOptions | None = None, 
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s drk gym: %(message)s"))
-    logging.getLogger("drk.gym.server").addHandler(handler)
+    logging.getLogger("drk.gym.transport.server").addHandler(handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     getattr(backend, "environment", lambda: None)()  # start a first worker, so /health reports its versions
     uvicorn.run(make_app(backend, defaults, limits, policy), host=host, port=port, log_level="warning",

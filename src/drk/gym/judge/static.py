@@ -8,7 +8,7 @@ Two jobs:
    time or other modules (assignment or `setattr`).
 
 This is a first, cheap layer with clear messages, not the boundary: obfuscated code can evade any static
-rule, so candidate code runs only in an OS sandbox (`drk.gym.isolation`) and the verdict never depends on
+rule, so candidate code runs only in an OS sandbox (`drk.gym.sandbox.isolation`) and the verdict never depends on
 the candidate's own reports. The rules aim at zero false positives on ordinary kernel code: `math`,
 `functools`, `itertools`, `typing`, `dataclasses`, helper classes and `@triton.autotune`/`heuristics`
 pass; numeric settings (`torch.backends.*` flags, float32 matmul

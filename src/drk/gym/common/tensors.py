@@ -2,7 +2,7 @@
 
 By-value frames carry raw bytes plus a JSON description (dtype, shape); decoding never executes anything,
 so the judge can accept frames from the untrusted candidate process. Used on the CPU path; on GPUs the
-data travels in a sealed memory file instead (`drk.gym.shm`).
+data travels in a sealed memory file instead (`drk.gym.common.shm`).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The judge's side of a slot's fork server (`drk.gym.zygote`): start it inside the sandbox, ask it for a
+"""The judge's side of a slot's fork server (`drk.gym.sandbox.zygote`): start it inside the sandbox, ask it for a
 fresh candidate process, kill that process and everything it started, read how much CPU it got.
 
 Trusted code: it runs in the judge. The channel to the fork server carries JSON only; the candidate's own
@@ -15,8 +15,9 @@ import sys
 import tempfile
 import threading
 
-from drk.gym import isolation, wire, zygote
-from drk.gym.isolation import Isolation
+from drk.gym.common import wire
+from drk.gym.sandbox import isolation, zygote
+from drk.gym.sandbox.isolation import Isolation
 
 START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 60.0
@@ -30,7 +31,11 @@ class ForkServer:
     def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
                  env: dict[str, str]) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
-        uids = [isolation.SANDBOX_UID_BASE + 2 * slot_index + k for k in (0, 1)]
+        self.uid_lock: int | None = None
+        if iso.mode == isolation.ROOT:  # real uids: claimed host-wide, held while this judge lives
+            uids, self.uid_lock = isolation.claim_uid_pair()
+        else:  # user namespace or no sandbox: the numbers only name accounts inside the sandbox
+            uids = [isolation.SANDBOX_UID_BASE + 2 * slot_index + k for k in (0, 1)]
         self.uids = itertools.cycle(uids)
         self.accounts = isolation.fake_accounts(os.path.join(slot_dir, "etc"), uids + [os.getuid()])
         self.env = env
@@ -45,7 +50,7 @@ class ForkServer:
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [sys.executable, "-m", "drk.gym.zygote", "--fd", str(b.fileno()), "--mode", self.iso.mode,
+        argv = [sys.executable, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()), "--mode", self.iso.mode,
                 "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root]
         if self.iso.sandboxed:
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache], accounts=self.accounts) + argv
