@@ -36,6 +36,7 @@ MAX_RESULT_BYTES = 1 << 20      # the whole result as JSON
 MAX_ERROR_CHARS = 64 << 10      # the error text shown to a model
 MAX_FIELD_CHARS = 4096          # any other string in the result (kernel names, shapes, versions)
 SURVIVOR_GRACE_S = 6.0          # survivors sleep ~4 s before writing their marker
+HOST_SECRET_FILE = ROOT / "drk-redteam-host-secret.txt"  # a world-readable host file outside the masked dirs
 
 
 def parse_header(path: Path) -> dict:
@@ -45,7 +46,7 @@ def parse_header(path: Path) -> dict:
     for key in ("task", "property", "expect"):
         assert key in h, f"{path.name}: header lacks {key}="
     h["expect"] = h["expect"].split("|")
-    assert "ok" not in h["expect"] or "then" in h or "markers" in h or "token" in h or "max_coverage" in h \
+    assert "ok" not in h["expect"] or "then" in h or "witness" in h or "markers" in h or "token" in h or "max_coverage" in h \
         or h["property"] == "scrubbed_results", f"{path.name}: `ok` is only acceptable with a side-effect check"
     h.setdefault("device", "any")
     h["markers"] = [m for m in h.get("markers", "").split(",") if m]
@@ -66,7 +67,7 @@ def expand(marker: str) -> Path:
 ATTACKS = sorted(p for p in ATTACK_DIR.glob("*.py"))
 HEADERS = {p.name: parse_header(p) for p in ATTACKS}
 CPU_ATTACKS = [p for p in ATTACKS if HEADERS[p.name]["device"] in ("cpu", "any")]
-PAIRS = [p for p in CPU_ATTACKS if "then" in HEADERS[p.name]]
+PAIRS = [p for p in CPU_ATTACKS if "then" in HEADERS[p.name] or "witness" in HEADERS[p.name]]
 NEIGHBOUR = [p for p in PAIRS if HEADERS[p.name]["property"] == "verdict_not_neighbours"]
 
 
@@ -74,10 +75,13 @@ def attack_id(p: Path) -> str:
     return f"{HEADERS[p.name]['property']}-{p.stem}"
 
 
-def request(path: Path, h: dict | None = None, label: str | None = None, follower: bool = False) -> EvalRequest:
+def eval_request(path: Path, h: dict | None = None, label: str | None = None, follower: bool = False) -> EvalRequest:
     if follower:
-        src = ROOT / h["then"]
-        task = ROOT / "data" / "queries" / src.name
+        if "witness" in h:  # an attack-specific follower for the attack's own task (tests/attacks/witness/)
+            src, task = ROOT / h["witness"], ROOT / h["task"]
+        else:
+            src = ROOT / h["then"]
+            task = ROOT / "data" / "queries" / src.name
         return EvalRequest(task_from_file(task), src.read_text(),
                            EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120), solution=label or src.name)
     h = HEADERS[path.name]
@@ -203,18 +207,31 @@ def scan_survivors(out: dict) -> None:
 
 # ---- the run -------------------------------------------------------------------------------------------------
 
+def selected_attacks(request) -> set[str] | None:
+    """The attack files whose tests were collected (`-k i03` runs only those); None when all were."""
+    names = {item.callspec.params["path"].name for item in request.session.items
+             if getattr(item, "callspec", None) is not None and "path" in item.callspec.params}
+    return None if not names or len(names) == len(CPU_ATTACKS) else names
+
+
 @pytest.fixture(scope="module")
-def attack_run(tmp_path_factory):
+def attack_run(tmp_path_factory, request):
     secret = "drkSecret-" + secrets.token_hex(16)
     old = os.environ.get(SECRET_NAME)
     os.environ[SECRET_NAME] = secret  # in the PARENT: a candidate must not be able to see it
+    HOST_SECRET_FILE.write_text(secret + "\n")  # and on the host's disk, outside /root and /home
+    HOST_SECRET_FILE.chmod(0o644)
+    chosen = selected_attacks(request)
+    cpu_attacks = [p for p in CPU_ATTACKS if chosen is None or p.name in chosen]
+    pairs = [p for p in PAIRS if p in cpu_attacks]
+    neighbour = [p for p in NEIGHBOUR if p in cpu_attacks]
     MARKER_DIR.mkdir(exist_ok=True)
     all_markers = {p.name: [expand(m) for m in HEADERS[p.name]["markers"]] for p in ATTACKS}
     for ms in all_markers.values():
         for m in ms:
             m.unlink(missing_ok=True)
     listeners = {}
-    for p in CPU_ATTACKS:
+    for p in cpu_attacks:
         if "listen" in HEADERS[p.name]:
             port = int(HEADERS[p.name]["listen"])
             listeners[p.name] = Listener(port)
@@ -224,21 +241,21 @@ def attack_run(tmp_path_factory):
     try:
         cache = tmp_path_factory.mktemp("drk-attack-cache")
         with LocalPool(device="cpu", workers=2, cache_dir=str(cache)) as pool:
-            for r in pool.evaluate_batch([request(p) for p in CPU_ATTACKS]):
+            for r in pool.evaluate_batch([eval_request(p) for p in cpu_attacks]):
                 out["results"][r.solution] = r
         time.sleep(SURVIVOR_GRACE_S)  # the pool is closed: anything of a candidate still alive is a survivor
         scan_survivors(out)
-        for p in PAIRS:  # poisoner then follower, sequentially on ONE worker of a fresh pool
+        for p in pairs:  # poisoner then follower, sequentially on ONE worker of a fresh pool
             h = HEADERS[p.name]
             with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path_factory.mktemp("drk-pair"))) as pool:
-                alone = pool.evaluate(request(p, h, "follower-alone", follower=True))
-                poisoner = pool.evaluate(request(p, label="poisoner"))
-                after = pool.evaluate(request(p, h, "follower-after", follower=True))
+                alone = pool.evaluate(eval_request(p, h, "follower-alone", follower=True))
+                poisoner = pool.evaluate(eval_request(p, label="poisoner"))
+                after = pool.evaluate(eval_request(p, h, "follower-after", follower=True))
             out["pairs"][p.name] = (alone, poisoner, after)
-        for p in NEIGHBOUR:  # attacker and a correct candidate at the same time on two workers
+        for p in neighbour:  # attacker and a correct candidate at the same time on two workers
             h = HEADERS[p.name]
             with LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("drk-nb"))) as pool:
-                rs = pool.evaluate_batch([request(p, label="attacker"), request(p, h, "neighbour", follower=True)])
+                rs = pool.evaluate_batch([eval_request(p, label="attacker"), eval_request(p, h, "neighbour", follower=True)])
             out["neighbours"][p.name] = {r.solution: r for r in rs}
     finally:
         for name, lst in listeners.items():
@@ -252,6 +269,7 @@ def attack_run(tmp_path_factory):
                     m.unlink(missing_ok=True)
                 except OSError:
                     pass
+        HOST_SECRET_FILE.unlink(missing_ok=True)
         for extra in ("/tmp/drk-redteam-b09.npy", "/dev/shm/drk-redteam-b09.npy"):
             Path(extra).unlink(missing_ok=True)
         if old is None:
@@ -308,6 +326,14 @@ KNOWN_GAPS = {
     "e01_no_mask_multiple_of_block.py": "out of scope: the task fixes its shapes, and no mask is needed for them",
     "e02_hardcoded_shape.py": "out of scope: the task fixes its shapes (KernelBench's contract)",
     "e06_assume_contiguous_layout.py": "out of scope: the protocol passes contiguous inputs (KernelBench's contract)",
+    # round 2 (tests/attacks/README.md, "Round 2 results")
+    "i01_sysv_shm_channel.py": "open: SysV shared memory outlives the candidate; the IPC namespace is per slot, not per candidate",
+    "i02_sysv_shm_memory_left.py": "open: a detached SysV segment keeps its memory after the candidate is killed (per-slot IPC namespace)",
+    "i03_sysv_msgqueue_semaphore.py": "open: SysV message queues and semaphores outlive the candidate (per-slot IPC namespace)",
+    "i05_import_answer_key_from_host_repo.py": "open: --ro-bind / / exposes the repository (data/query_solutions) to the candidate",
+    "i06_read_host_file_outside_masks.py": "open: --ro-bind / / exposes every world-readable host file outside the masked dirs",
+    "i09_nested_userns_mount.py": "open: the candidate can unshare a user namespace (uid 0, CAP_SYS_ADMIN there, mounts)",
+    "j01_wide_probe_detected_by_std.py": "open: the wide-input probe's distribution (std 3) is told apart from trials by its statistics",
 }
 
 
@@ -340,8 +366,8 @@ def test_attack(attack_run, path: Path):
         for x in (alone, poisoner, after):
             failures += [f"[{x.solution}] {p}" for p in check_result_hygiene(x, attack_run)]
         if alone.verdict != "ok":
-            failures.append(f"follower {h['then']} alone is not ok ({alone.verdict}: {alone.error[:200]!r})")
-        elif poisoner.verdict == "ok" and not same_result(alone, after):
+            failures.append(f"follower {h.get('then', h.get('witness'))} alone is not ok ({alone.verdict}: {alone.error[:200]!r})")
+        elif (poisoner.verdict == "ok" or "witness" in h) and not same_result(alone, after):
             failures.append(f"follower poisoned: alone {alone.verdict}/{alone.max_abs_diff}, after the attack "
                             f"{after.verdict}/{after.max_abs_diff} ({after.error[:200]!r})")
         elif h["property"] == "verdict_not_neighbours" and after.verdict != "ok":
@@ -362,5 +388,7 @@ def test_headers_are_well_formed():
         assert (ROOT / h["task"]).is_file(), p.name
         if "then" in h:
             assert (ROOT / h["then"]).is_file(), p.name
+        if "witness" in h:
+            assert (ROOT / h["witness"]).is_file(), p.name
         assert h["device"] in ("cpu", "gpu", "any"), p.name
         assert '"""' in p.read_text().split("\n", 2)[1], f"{p.name}: the second line must open the docstring"
