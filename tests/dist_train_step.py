@@ -19,7 +19,10 @@ def main() -> None:
     acc = Accelerator(cpu=True)
     torch.manual_seed(0)
     model, tok = build_tiny_model(None, seed=0)
-    cfg = load_config(RLConfig, None, {"micro_batch_tokens": 512, "temperature": 1.0, "updates_per_step": 1})
+    # the default loss scaling (turn-sums over a nominal row count, / 1000); nominal = all 12 rows and lr = the
+    # scale factor keep the update as large as a plain turn mean's, well above float32's resolution
+    cfg = load_config(RLConfig, None, {"micro_batch_tokens": 512, "temperature": 1.0, "updates_per_step": 1,
+                                       "loss_scaling": {"nominal_rows": 12}})
     # identical rows on every rank: same model, same prompts, same seed
     eng = HFEngine(model, tok)
     convs = [[{"role": "user", "content": f"task {i}: write a kernel"}] for i in range(6)]
@@ -28,7 +31,7 @@ def main() -> None:
             for i, gs in enumerate(gens) for k, g in enumerate(gs)]
     mine = rows[acc.process_index::acc.num_processes]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.loss_scaling.scale_factor)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     model, opt, sched = acc.prepare(model, opt, sched)
     model.eval()

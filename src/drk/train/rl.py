@@ -5,9 +5,10 @@ wraps the training model itself, so no weight sync is needed; vLLM is optional),
 evaluated (one batch per turn through the evaluator pool), then
 
     rewards r[p,n,t] (verdict ok → w_c + w_s·min(speedup, 3) + w_p·coverage; else 0)
-    → returns G = Σ_k γ^(k−t) r_k → TRLOO advantages (leave-one-out over the N rollouts, per turn index)
-    → MRS mask (trainer vs rollout log-probs) × PRS mask (coverage) → clipped policy loss (0.2/0.28,
-    dual clip 3, token-sum per turn averaged over kept turns) → AdamW step, grad clip 1.0 → log → checkpoint.
+    → void-turn masks → returns G = Σ_k γ^(k−t) r_k → TRLOO advantages (leave-one-out over the N
+    rollouts, per turn index) → MRS mask (trainer vs rollout log-probs) × PRS mask (coverage) × flat-group
+    mask → clipped policy loss (0.2/0.28, dual clip 3, token-sum per turn, summed over a nominal row count,
+    ÷ 1000) → AdamW step (weight decay 0.01), grad clip 1.0 → log → checkpoint.
 
 Where this departs from the textbook (and why):
 - TRLOO instead of GRPO: GRPO's self-inclusive mean biases the advantage by (N−1)/N; no std scaling.
@@ -17,6 +18,12 @@ Where this departs from the textbook (and why):
 - `logp_old` is the trainer's own forward before the update; MRS compares it with the engine's
   log-probs, so rollouts whose sampling numerics drifted from training are rejected, not reweighted.
 - One optimizer step per rollout batch by default (`updates_per_step` > 1 gives PPO-style mini-batches).
+- Rules of the released training code the paper does not state (`loss_scaling`, `turn_selection`,
+  `weight_decay`; drk.train.selection, docs/faithfulness.md) are on by default: regressed turns and
+  episodes stopped by an infrastructure error are not trained, prompts whose rollouts' rewards barely
+  differ are dropped, PRS reads coverage rounded to 2 decimals with a seed per data-parallel rank, and the
+  loss is a sum over a fixed row count divided by 1000. Unlike the released trainer, a step whose filters
+  leave fewer groups than asked for trains on what is left instead of sampling more prompts.
 
 Everything the run needs to continue is checkpointed every `checkpoint_every` steps (weights or adapter,
 optimizer, scheduler, RNG states through accelerate, step and data position); `drk rl --resume DIR`
@@ -33,15 +40,16 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
 from drk.config import ConfigError
 from drk.engines.base import TimedEngine
 from drk.records import JsonlWriter, write_json
-from drk.train import algos
+from drk.train import algos, selection
 from drk.train.algos import AlgoConfig
+from drk.train.selection import LossScaling, TurnSelection
 from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
 
 log = logging.getLogger(__name__)
@@ -59,7 +67,7 @@ class RLConfig:
     rollouts: int = 16               # N per prompt
     turns: int = 3                   # T
     lr: float = 1e-6
-    weight_decay: float = 0.0
+    weight_decay: float = 0.01       # AdamW's decoupled decay on every trained parameter (the released trainer's 0.01)
     warmup_steps: int = 0
     grad_clip: float = 1.0
     updates_per_step: int = 1        # optimizer steps per rollout batch (mini-batches)
@@ -92,6 +100,8 @@ class RLConfig:
     log_rollouts: bool = True
     limit: int | None = None         # use only the first N queries (after `problems`)
     report_to: str = "none"          # none | tensorboard | trackio | wandb, through accelerate's trackers
+    loss_scaling: LossScaling = field(default_factory=LossScaling)        # loss scale factor, micro-batch weights
+    turn_selection: TurnSelection = field(default_factory=TurnSelection)  # void turns, flat groups, PRS details
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -144,6 +154,12 @@ def build_policy(cfg: RLConfig, device: str):
         model = get_peft_model(model, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                  target_modules=cfg.lora_target, task_type="CAUSAL_LM"))
     return model, tok
+
+
+def build_optimizer(model, cfg: RLConfig) -> torch.optim.Optimizer:
+    """AdamW over the trained parameters, decay included (the released trainer decays every parameter)."""
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
+                             weight_decay=cfg.weight_decay)
 
 
 def load_tasks(cfg: RLConfig):
@@ -244,29 +260,56 @@ class ToyEnv:
 
 
 # ---------------------------------------------------------------------------------------------- the step
-def rewards_and_advantages(groups, cfg: RLConfig):
-    """(rewards, valid, correct, coverage, advantages) as (P, N, T) tensors from the episodes."""
+class StepTensors(NamedTuple):
+    """Per-turn tensors of one step, (P, N, T) each."""
+    rewards: torch.Tensor
+    present: torch.Tensor     # the policy produced the turn (metrics are over these)
+    valid: torch.Tensor       # present and not masked by `turn_selection` (advantages and the loss use these)
+    correct: torch.Tensor
+    coverage: torch.Tensor    # NaN where unknown
+    advantages: torch.Tensor
+    lengths: torch.Tensor     # (P, N): turns each rollout generated, failed ones included
+
+
+def rewards_and_advantages(groups, cfg: RLConfig) -> StepTensors:
+    """Rewards, masks, correctness, coverage and advantages of the episodes.
+
+    A turn is present when the engine produced it (no engine or evaluator failure). It is valid (trained,
+    and a member of its TRLOO group) unless a `turn_selection` mask removes it: a regressed turn, a turn
+    without code, or any turn of an episode an infrastructure error stopped. A removed turn's reward adds
+    nothing to the returns of the turns before it."""
+    from drk.agent.episode import STOPPED_INFRA
+
     P, N, T = len(groups), cfg.rollouts, cfg.turns
+    sel = cfg.turn_selection
     r = torch.zeros(P, N, T, dtype=torch.float64)
-    valid = torch.zeros(P, N, T, dtype=torch.bool)
+    present = torch.zeros(P, N, T, dtype=torch.bool)
+    masked = torch.zeros(P, N, T, dtype=torch.bool)
     correct = torch.zeros(P, N, T, dtype=torch.bool)
     cov = torch.full((P, N, T), float("nan"), dtype=torch.float64)
+    lengths = torch.zeros(P, N, dtype=torch.long)
     for p, g in enumerate(groups):
         for n, ep in enumerate(g):
+            lengths[p, n] = len(ep.turns[:T])
+            failed = sel.mask_failed_episodes and ep.stopped == STOPPED_INFRA
             for t, turn in enumerate(ep.turns[:T]):
                 if turn.token_ids is None or turn.engine_error:
                     continue
-                valid[p, n, t] = True
+                present[p, n, t] = True
+                masked[p, n, t] = failed or (sel.mask_no_code_turns and turn.code is None)
                 r[p, n, t] = turn.reward
                 correct[p, n, t] = turn.ok
                 if turn.result and turn.result.get("coverage") is not None:
                     cov[p, n, t] = float(turn.result["coverage"])
+    if sel.mask_regressed_turns:
+        masked |= selection.regressed_turns(r, present)
+    valid = present & ~masked
     returns = algos.returns_to_go(r, valid, cfg.algo.gamma)
     if cfg.algo.advantage == "grpo":
         adv = algos.grpo_advantages(returns, valid, scale_by_std=cfg.algo.grpo_scale_by_std)
     else:
         adv = algos.trloo_advantages(returns, valid)
-    return r, valid, correct, cov, adv
+    return StepTensors(r, present, valid, correct, cov, adv, lengths)
 
 
 def turn_rows(groups, adv, valid, cfg: RLConfig) -> list[TurnRow]:
@@ -295,13 +338,16 @@ def old_logprobs(model, rows, cfg, pad_id, vocab_limit) -> list[torch.Tensor]:
     return out  # type: ignore[return-value]
 
 
-def rejection_masks(rows, logp_old, correct, cov, valid, cfg: RLConfig, step: int) -> tuple[torch.Tensor, dict]:
-    """Per row keep mask (MRS x PRS) and what each filter kept."""
+def rejection_masks(rows, logp_old, st: StepTensors, cfg: RLConfig, step: int, rank: int = 0
+                    ) -> tuple[torch.Tensor, dict]:
+    """Per row keep mask (MRS x PRS x flat groups) and what each filter kept."""
     R = len(rows)
-    stats = {"mrs_kept": 1.0, "prs_kept": 1.0}
+    stats = {"mrs_kept": 1.0, "prs_kept": 1.0, "flat_groups_kept": 1.0,
+             "void_masked": float((st.present & ~st.valid).sum()) / max(1, int(st.present.sum()))}
     keep = torch.ones(R, dtype=torch.bool)
     if R == 0:
         return keep, stats
+    sel = cfg.turn_selection
     if cfg.algo.use_mrs:
         lc = max(len(r.completion_ids) for r in rows)
         lt = right_aligned([lp.tolist() for lp in logp_old], lc, torch.float32, "cpu")
@@ -313,11 +359,18 @@ def rejection_masks(rows, logp_old, correct, cov, valid, cfg: RLConfig, step: in
         stats["mrs_kept"] = float(res.keep.float().mean())
         stats["mrs_rho_mean"] = float(res.rho_bar[~torch.isnan(res.rho_bar)].mean()) if res.rho_bar.numel() else 1.0
     if cfg.algo.use_prs:
-        g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
-        prs = algos.prs_mask(correct, cov, valid, generator=g, **cfg.algo.prs_kwargs())
+        g = torch.Generator().manual_seed(selection.prs_seed(cfg.seed, step, rank, sel.prs_seed_per_rank))
+        cov = selection.round_coverage(st.coverage, sel.prs_coverage_decimals)
+        prs = algos.prs_mask(st.correct, cov, st.valid, generator=g, **cfg.algo.prs_kwargs())
         pk = torch.tensor([bool(prs[r.pnt]) for r in rows])
         keep &= pk
         stats["prs_kept"] = float(pk.float().mean())
+    if sel.flat_groups != "none":
+        flat = selection.flat_group_keep(st.rewards, st.valid, st.lengths, mode=sel.flat_groups,
+                                         min_std=sel.flat_group_std)
+        fk = torch.tensor([bool(flat[r.pnt]) for r in rows])
+        keep &= fk
+        stats["flat_groups_kept"] = float(fk.float().mean())
     return keep, stats
 
 
@@ -329,7 +382,12 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
     token mean, for aggregation "token-mean"): every rank scales its micro-batches by W / global count,
     accumulates without synchronising, and the gradients are summed across ranks and divided by W once.
     That equals the single-process gradient on the same rows whatever their split, and a rank with
-    nothing to train still joins every collective."""
+    nothing to train still joins every collective.
+
+    `loss_scaling` sets what is backpropagated: with the default "nominal" denominator a micro-batch's
+    turn-sum is weighted by its rows over a fixed row count (`selection.nominal_rows`, split evenly over the
+    updates) rather than over the kept count, and everything is divided by `scale_factor`, as the released
+    trainer does. The logged `loss` stays the mean over kept turns (or tokens), whatever the scaling."""
     W = accelerator.num_processes
     idx = [i for i in range(len(rows)) if keep[i] and rows[i].completion_ids]
     stats: dict = {"loss": 0.0, "clipfrac_low": 0.0, "clipfrac_high": 0.0, "dual_clip_frac": 0.0,
@@ -339,6 +397,11 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
     lengths = [r.length for r in rows]
     agg = cfg.algo.aggregation
     params = [p for p in model.parameters() if p.requires_grad]
+    ls = cfg.loss_scaling
+    nominal = None
+    if ls.denominator == "nominal":
+        nominal = selection.nominal_rows(cfg.prompts_per_step, cfg.rollouts, cfg.turns, ls.nominal_rows)
+        nominal /= cfg.updates_per_step
     n_stat, n_steps = 0, 0
     for chunk in chunks:
         local = len(chunk) if agg == "turn-sum" else sum(len(rows[i].completion_ids) for i in chunk)
@@ -356,9 +419,12 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
                 old = right_aligned([logp_old[i].tolist() for i in mb], lc, torch.float32, logp.device)
                 adv = torch.tensor([r.advantage for r in sub], dtype=torch.float32, device=logp.device)
                 loss, s = algos.policy_loss(logp.float(), old, adv, mask, None, **cfg.algo.loss_kwargs())
-                weight = (len(mb) if agg == "turn-sum" else int(mask.sum())) / denom
+                n_tok = int(mask.sum())
+                weight = selection.micro_batch_weight(len(mb), n_tok, aggregation=agg, kept=denom, nominal=nominal,
+                                                      scale_factor=ls.scale_factor)
                 accelerator.backward(loss * weight * W)
-                stats["loss"] += float(loss.detach()) * weight
+                logged_weight = (len(mb) if agg == "turn-sum" else n_tok) / denom
+                stats["loss"] += float(loss.detach()) * logged_weight
                 for k in ("clipfrac_low", "clipfrac_high", "dual_clip_frac", "approx_kl"):
                     stats[k] += float(s.get(k, 0.0)) * len(mb)
                 n_stat += len(mb)
@@ -394,8 +460,10 @@ def _sum_across(accelerator, value: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- logging
-def step_metrics(groups, r, valid, correct, cov, adv, mask_stats, train_stats, times, gen_tokens) -> dict:
-    v = valid
+def step_metrics(groups, st: StepTensors, mask_stats, train_stats, times, gen_tokens) -> dict:
+    """Rewards and correctness over every turn the policy produced; advantages over the trained ones."""
+    v, r, correct, cov = st.present, st.rewards, st.correct, st.coverage
+    tv, adv = st.valid, st.advantages
     rv = r[v]
     speedups = [t.speedup for g in groups for ep in g for t in ep.turns if t.ok and t.speedup]
     fast1 = sum(1 for g in groups for ep in g for t in ep.turns if t.ok and (t.speedup or 0) > 1.0)
@@ -404,8 +472,9 @@ def step_metrics(groups, r, valid, correct, cov, adv, mask_stats, train_stats, t
          "correct": float(correct[v].float().mean()) if n_turns else 0.0,
          "fast_1": fast1 / max(1, n_turns), "speedup_mean": sum(speedups) / len(speedups) if speedups else None,
          "coverage_mean": float(torch.nanmean(cov[v & correct])) if bool((v & correct).any()) else None,
-         "adv_mean": float(adv[v].mean()) if n_turns else 0.0, "adv_std": float(adv[v].std()) if n_turns > 1 else 0.0,
-         "adv_abs_max": float(adv[v].abs().max()) if n_turns else 0.0, "turns": n_turns,
+         "adv_mean": float(adv[tv].mean()) if tv.any() else 0.0,
+         "adv_std": float(adv[tv].std()) if int(tv.sum()) > 1 else 0.0,
+         "adv_abs_max": float(adv[tv].abs().max()) if tv.any() else 0.0, "turns": n_turns,
          "gen_tokens": gen_tokens, "gen_tokens_per_s": gen_tokens / max(1e-9, times["generate"]),
          "train_tokens_per_s": train_stats["train_tokens"] / max(1e-9, times["train"]),
          "seconds": dict(times)}
@@ -494,8 +563,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     accelerator = Accelerator(cpu=not cuda, log_with=trackers or None, project_dir=str(out))
     set_seed(cfg.seed)
     model, tok = build_policy(cfg, str(accelerator.device))
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
-                                  weight_decay=cfg.weight_decay)
+    optimizer = build_optimizer(model, cfg)
     scheduler = get_constant_schedule_with_warmup(optimizer, cfg.warmup_steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     tasks = load_tasks(cfg)
@@ -538,11 +606,11 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 if hasattr(engine, "release"):
                     engine.release()  # the sampler's static KV cache and graph: their memory goes to training
                 t1 = time.perf_counter()
-                r, valid, correct, cov, adv = rewards_and_advantages(groups, cfg)
-                rows = turn_rows(groups, adv, valid, cfg)
+                st = rewards_and_advantages(groups, cfg)
+                rows = turn_rows(groups, st.advantages, st.valid, cfg)
                 model.eval()  # no dropout: the same function as the one that sampled
                 logp_old = old_logprobs(model, rows, cfg, pad_id, vocab_limit)
-                keep, mstats = rejection_masks(rows, logp_old, correct, cov, valid, cfg, step)
+                keep, mstats = rejection_masks(rows, logp_old, st, cfg, step, rank)
                 times["score"] = time.perf_counter() - t1
                 t2 = time.perf_counter()
                 model.train()
@@ -551,14 +619,13 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 times["train"] = time.perf_counter() - t2
                 if cfg.engine == "vllm":
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
-                metrics = {"step": step, **step_metrics(groups, r, valid, correct, cov, adv, mstats, tstats, times,
-                                                        gen_tokens), "lr": scheduler.get_last_lr()[0]}
+                metrics = {"step": step, **step_metrics(groups, st, mstats, tstats, times, gen_tokens), "lr": scheduler.get_last_lr()[0]}
                 if gen_timing:
                     metrics["generation"] = gen_timing
                 if world > 1:  # headline numbers over all ranks' rollouts, not just this rank's
-                    n = _sum_across(accelerator, float(valid.sum()))
-                    metrics["reward_mean"] = _sum_across(accelerator, float(r[valid].sum())) / max(1.0, n)
-                    metrics["correct"] = _sum_across(accelerator, float(correct[valid].sum())) / max(1.0, n)
+                    n = _sum_across(accelerator, float(st.present.sum()))
+                    metrics["reward_mean"] = _sum_across(accelerator, float(st.rewards[st.present].sum())) / max(1.0, n)
+                    metrics["correct"] = _sum_across(accelerator, float(st.correct[st.present].sum())) / max(1.0, n)
                     metrics["turns"] = int(n)
                 if accelerator.is_main_process:
                     mlog.write(metrics)
