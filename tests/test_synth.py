@@ -131,6 +131,9 @@ def test_teacher_is_an_engine_seeded_by_request_and_rejects_bad_options():
     a = engine.generate([conv], SamplingParams(n=4, seed=5))[0]
     assert [g.text for g in a] == [g.text for g in engine.generate([conv], SamplingParams(n=4, seed=5))[0]]
     assert all("```python" in g.text and g.finish_reason == "stop" for g in a)
+    # identical conversations in one call (the episode loop's n=1 per episode) get different draws
+    many = TemplateTeacher(wrong=0.5).generate([conv] * 16, SamplingParams(n=1, seed=5))
+    assert len({g[0].text for g in many}) > 1
     with pytest.raises(EngineError, match="probability"):
         make_engine(EngineSpec(model="template", kind="template", extra={"wrong": 1.5}))
     with pytest.raises(EngineError, match="bad options"):

@@ -16,8 +16,8 @@ and answers with one of these variants (`kernel_source(op, kind, variant)`):
 First turn: wrong with probability `wrong`, slow with `slow`, else fast. Later turns read the last
 feedback: after a failed turn it answers `fast` with probability `fix` (a fixed answer), else draws
 again like a first turn; after a correct slow turn it answers `fast` with probability `fix`, else repeats
-itself. Samples are seeded by (`seed`, the request's seed, the conversation, the sample index), so a
-collection is reproducible.
+itself. Samples are seeded by (`seed`, the request's seed, the conversation, how many times this engine
+has answered that conversation), so a collection run from scratch is reproducible.
 
 What it deliberately is not: a model. It knows only the synthetic family; for any other task it replies
 without code (the episode loop turns that into a "no code" turn). The variants differ in a few decision
@@ -166,6 +166,7 @@ class TemplateTeacher:
             raise EngineError(f"template teacher: wrong + slow must be at most 1, got {wrong} + {slow}")
         self.wrong, self.slow, self.fix, self.seed = float(wrong), float(slow), float(fix), int(seed)
         self._usage = UsageCounter()
+        self._seen: dict[str, int] = {}
 
     @classmethod
     def from_spec(cls, spec: EngineSpec) -> "TemplateTeacher":
@@ -215,8 +216,13 @@ class TemplateTeacher:
         out = []
         for conv in conversations:
             key = repr((self.seed, params.seed, [(m.get("role"), m.get("content")) for m in conv]))
+            # The episode loop asks for n=1 per episode, so the samples of one task arrive as identical
+            # conversations: the k-th time this engine sees a conversation it draws sample k, else every
+            # sample of a task would be the same answer.
+            first = self._seen.get(key, 0)
+            self._seen[key] = first + params.n
             gens = []
-            for i in range(params.n):
+            for i in range(first, first + params.n):
                 digest = hashlib.sha256(f"{key}|{i}".encode()).digest()
                 text = self.reply(conv, random.Random(int.from_bytes(digest[:8], "big")))
                 words = sum(len(m.get("content", "").split()) for m in conv)
