@@ -126,10 +126,10 @@ def test_teacher_draws_the_configured_mix_and_fixes_after_feedback():
 
 
 def test_teacher_is_an_engine_seeded_by_request_and_rejects_bad_options():
-    engine = make_engine(EngineSpec(model="template", kind="template", extra={"wrong": 0.3, "seed": 1}))
+    spec = EngineSpec(model="template", kind="template", extra={"wrong": 0.3, "seed": 1})
     conv = [{"role": "user", "content": "# drk-synth: op=abs kind=mean\n"}]
-    a = engine.generate([conv], SamplingParams(n=4, seed=5))[0]
-    assert [g.text for g in a] == [g.text for g in engine.generate([conv], SamplingParams(n=4, seed=5))[0]]
+    a = make_engine(spec).generate([conv], SamplingParams(n=4, seed=5))[0]
+    assert [g.text for g in a] == [g.text for g in make_engine(spec).generate([conv], SamplingParams(n=4, seed=5))[0]]
     assert all("```python" in g.text and g.finish_reason == "stop" for g in a)
     # identical conversations in one call (the episode loop's n=1 per episode) get different draws
     many = TemplateTeacher(wrong=0.5).generate([conv] * 16, SamplingParams(n=1, seed=5))
