@@ -7,7 +7,7 @@ KERNELBENCH ?= $(shell [ -d ../shared/kernelbench ] && echo ../shared/kernelbenc
 DEVICE ?= auto
 OUT    ?= runs/demo
 
-.PHONY: venv test test-fast demo clean gpu-prep
+.PHONY: venv test test-fast demo smoke clean gpu-prep
 
 venv: $(VENV)/.installed
 
@@ -33,6 +33,18 @@ test-fast: venv
 demo: venv
 	$(VENV)/bin/drk eval --level 1,2 --solutions data/solutions $(if $(KERNELBENCH),--kernelbench $(KERNELBENCH)) \
 	  --device $(DEVICE) --out $(OUT)
+
+# Does the pipeline learn? collect (template teacher) -> SFT (tiny Qwen3) -> RL against the real CPU evaluator,
+# then a check of metrics.jsonl (bench/learning_smoke_check.py). About 10 minutes on 2 cores; not in `make test`.
+# One torch thread per process: on a small shared machine two threads that wait on each other made SFT steps
+# several times slower than one.
+SMOKE ?= runs/smoke
+smoke: venv
+	rm -rf $(SMOKE)
+	OMP_NUM_THREADS=1 $(VENV)/bin/drk collect -c recipes/smoke/collect.yaml --out $(SMOKE)/collect
+	OMP_NUM_THREADS=1 $(VENV)/bin/drk sft -c recipes/smoke/sft.yaml --data $(SMOKE)/collect/trajectories.jsonl --out $(SMOKE)/sft
+	OMP_NUM_THREADS=1 $(VENV)/bin/drk rl -c recipes/smoke/rl.yaml --model $(SMOKE)/sft --out $(SMOKE)/rl
+	$(PY) bench/learning_smoke_check.py $(SMOKE)/rl/metrics.jsonl
 
 # Before GPU measurement calls on the lent H200 (bench/gpu_session.sh): KernelBench problem files into the
 # git-ignored .dev/kb (carried with the call, never committed), bubblewrap's .deb into .dev/deb and the wheels

@@ -502,11 +502,22 @@ def _looks_like_path(model: str) -> bool:
 
 
 def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
-                     device: str = "auto", max_retries: int = 5):
+                     device: str = "auto", max_retries: int = 5, kind: str = "auto",
+                     engine_opts: Optional[list[str]] = None):
     import os
 
-    from drk.engines import EngineError, EngineSpec, make_engine
+    from drk.engines import KINDS, EngineError, EngineSpec, make_engine
 
+    if kind not in KINDS:
+        raise UserError(f"unknown --engine {kind!r}: use one of {', '.join(KINDS)}")
+    opts = _engine_opts(engine_opts)
+    if kind == "template":  # the built-in teacher of the synthetic tasks: no model to find
+        try:
+            return make_engine(EngineSpec(model=model or "template", kind="template", extra=opts))
+        except EngineError as e:
+            raise UserError(str(e)) from None
+    if opts:
+        raise UserError("--engine-opt is for --engine template only (endpoint and model options have their own flags)")
     if not model:
         raise UserError("give --model (a local path / HF id, or the model name served at --base-url)")
     if base_url is None and not Path(model).expanduser().exists():
@@ -525,6 +536,16 @@ def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env:
         raise UserError(str(e)) from None
     except OSError as e:  # a local model that cannot be read
         raise UserError(f"cannot load model {model}: {str(e).splitlines()[0]}") from None
+
+
+def _engine_opts(items: Optional[list[str]]) -> dict:
+    """`["wrong=0.5", "fix=0.8"]` -> {"wrong": 0.5, "fix": 0.8} (values read as YAML)."""
+    from drk.config import ConfigError, parse_sets
+
+    try:
+        return parse_sets(list(items or []), nested=False)
+    except ConfigError as e:
+        raise UserError(str(e).replace("--set", "--engine-opt")) from None
 
 
 def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
@@ -580,6 +601,8 @@ def collect_cmd(
     base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL, help="Teacher: OpenAI-compatible endpoint."),
     model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Teacher model name (or a local model path)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL, help="Environment variable holding the API key."),
+    engine: str = typer.Option("auto", "--engine", rich_help_panel=P_MODEL, help="Teacher kind: auto (endpoint with --base-url, else local model), openai, hf, vllm, or template (built-in teacher of `drk tasks synth` tasks; no --model needed)."),
+    engine_opt: Optional[list[str]] = typer.Option(None, "--engine-opt", metavar="KEY=VALUE", rich_help_panel=P_MODEL, help="Template teacher option (repeatable): wrong=0.5 slow=0.2 fix=0.8 seed=0 (probabilities of a wrong / slow first answer and of fixing after feedback)."),
     turns: int = typer.Option(5, "--turns", rich_help_panel=P_MODEL),
     samples: int = typer.Option(1, "--samples", rich_help_panel=P_MODEL, help="Episodes per query."),
     temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
@@ -605,6 +628,7 @@ def collect_cmd(
     Examples:
       drk collect --queries data/queries --base-url https://api.openai.com/v1 --model gpt-4.1 --turns 5 --out runs/traj
       drk collect --queries rl-data.parquet --base-url http://localhost:8000/v1 --model teacher --samples 4 --out runs/t
+      drk collect --queries data/synth/held_in --engine template --engine-opt wrong=0.5 --device cpu --out runs/t
     The API key is read from $OPENAI_API_KEY (or --api-key-env NAME) and never written anywhere.
     An interrupted collection resumes when the same command is run again; episodes the endpoint or the
     evaluator failed are not kept (they are retried by the next run).
@@ -614,12 +638,13 @@ def collect_cmd(
     check_device(device)
     check_out(out)
     tasks = _training_tasks(queries, level, problems, kernelbench, limit)
-    engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
+    engine_model = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries, engine, engine_opt)
+    teacher = "template" + "".join(f" {o}" for o in engine_opt or []) if engine == "template" else model or ""
     opts = eval_options(device, timeout, input_budget_mb, seed=seed)
     cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
     with open_gym(gym, device, workers, eval_cache) as pool, StageProgress("collect") as prog:
         opts.device = pool.device
-        stats = collect(tasks, engine, pool, cfg, out, samples=samples, teacher=model or "", wave=wave,
+        stats = collect(tasks, engine_model, pool, cfg, out, samples=samples, teacher=teacher, wave=wave,
                         overwrite=overwrite, on_start=prog.start,
                         on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
     if stats["todo"] == 0:
@@ -880,6 +905,39 @@ def rl_cmd(
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")
+
+
+tasks_app = typer.Typer(no_args_is_help=True, help="Task sets the project makes itself.")
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("synth")
+@user_errors
+def tasks_synth(
+    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Folder for held_in/, held_out/ and manifest.json."),
+    seed: int = typer.Option(0, "--seed", rich_help_panel=P_IN, help="Seed of the held-in/held-out split and of the shapes."),
+    per_composition: int = typer.Option(2, "--per-composition", min=1, rich_help_panel=P_IN, help="Tasks (shape/dtype instances) per op+kind composition."),
+    overwrite: bool = overwrite_option(),
+) -> None:
+    """Write the synthetic task family (elementwise op + row pattern, small shapes, float32/float16) as
+    KernelBench-format files, split into held-in and held-out by composition.
+
+    \b
+    Examples:
+      drk tasks synth --out runs/synth --seed 0
+      drk collect --queries runs/synth/held_in --engine template --device cpu --out runs/synth-collect
+      drk eval --tasks runs/synth/held_out --model runs/rl/final --device cpu --out runs/synth-eval
+    The same seed always writes the same files; data/synth is `--seed 0` (used by recipes/smoke).
+    """
+    from drk.tasks.synth import SynthError, write_tasks
+
+    try:
+        m = write_tasks(out, seed=seed, per_composition=per_composition, overwrite=overwrite)
+    except SynthError as e:
+        raise UserError(str(e)) from None
+    typer.echo(f"wrote {m['held_in']['tasks']} held-in tasks ({len(m['held_in']['compositions'])} compositions) "
+               f"and {m['held_out']['tasks']} held-out tasks ({len(m['held_out']['compositions'])} compositions) "
+               f"to {out}/held_in, {out}/held_out")
 
 
 gym_app = typer.Typer(no_args_is_help=True, help="The evaluator as a service.")

@@ -4,7 +4,8 @@ models and (optionally) in-process vLLM.
 What it is: the shared types (`SamplingParams`, `Generation`, `EngineSpec`, `EngineError`) and
 `make_engine(spec)`, which picks the backend: `kind="openai"` (or "auto" with a `base_url`) -> `OpenAIEngine`;
 `kind="hf"` (or "auto" without a `base_url`) -> `HFEngine.from_pretrained(spec.model)`; `kind="vllm"` ->
-`VLLMEngine` (never chosen by "auto": it must be asked for). Also `build_tiny_model` (offline test model) and
+`VLLMEngine` (never chosen by "auto": it must be asked for); `kind="template"` -> `TemplateTeacher`, the
+template teacher for the synthetic task family (`drk.engines.template`). Also `build_tiny_model` (offline test model) and
 `ScriptedServer` (offline OpenAI-compatible test server).
 
 What it deliberately is not: prompt construction or code extraction; those live with the agent.
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from drk.engines.scripted_server import ScriptedServer
     from drk.engines.vllm_engine import VLLMEngine
 
-KINDS = ("auto", "openai", "hf", "vllm")
+KINDS = ("auto", "openai", "hf", "vllm", "template")
 
 
 def resolve_kind(spec: EngineSpec) -> str:
@@ -46,6 +47,10 @@ def make_engine(spec: EngineSpec) -> Engine:
             from drk.engines.openai_engine import OpenAIEngine
 
             return OpenAIEngine(spec)
+        if kind == "template":
+            from drk.engines.template import TemplateTeacher
+
+            return TemplateTeacher.from_spec(spec)
         if kind == "hf":
             from drk.engines.local import HFEngine
 

@@ -42,8 +42,10 @@ CHAT_TEMPLATE = (
 
 # BPE training text: the project's own prompt material and a few of its own modules (Python, PyTorch and
 # Triton code plus English), so the tokenizer sees the vocabulary of kernel prompts without any outside text.
+# The synthetic tasks and the template teacher's kernels are in it so that the smoke run's policy writes them
+# in few tokens (a shorter completion is a cheaper and easier one to learn on a CPU).
 _CORPUS_MODULES = ("drk/agent/prompts.py", "drk/agent/feedback.py", "drk/gym/common/harness.py",
-                   "drk/gym/common/compare.py", "drk/tasks/scaling.py")
+                   "drk/gym/common/compare.py", "drk/tasks/scaling.py", "drk/tasks/synth.py", "drk/engines/template.py")
 
 
 def _corpus_code() -> str:

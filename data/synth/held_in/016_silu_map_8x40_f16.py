@@ -1,0 +1,26 @@
+# drk-synth: op=silu kind=map
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """silu of each element, then map over each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = x * torch.sigmoid(x)
+        return y
+
+
+rows = 8
+cols = 40
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,26 @@
+# drk-synth: op=negpart kind=softmax
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """negpart of each element, then softmax over each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = torch.clamp(x, max=0.0)
+        return torch.softmax(y, dim=-1)
+
+
+rows = 8
+cols = 72
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,26 @@
+# drk-synth: op=sigmoid kind=softmax
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """sigmoid of each element, then softmax over each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = torch.sigmoid(x)
+        return torch.softmax(y, dim=-1)
+
+
+rows = 4
+cols = 130
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float32)]
+
+
+def get_init_inputs():
+    return []

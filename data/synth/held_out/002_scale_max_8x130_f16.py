@@ -1,0 +1,26 @@
+# drk-synth: op=scale kind=max
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """scale of each element, then max over each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = x * 3.0
+        return y.amax(dim=-1)
+
+
+rows = 8
+cols = 130
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []

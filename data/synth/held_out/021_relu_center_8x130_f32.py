@@ -1,0 +1,26 @@
+# drk-synth: op=relu kind=center
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """relu of each element, then center over each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = torch.relu(x)
+        return y - y.mean(dim=-1, keepdim=True)
+
+
+rows = 8
+cols = 130
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float32)]
+
+
+def get_init_inputs():
+    return []
