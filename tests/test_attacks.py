@@ -327,13 +327,6 @@ KNOWN_GAPS = {
     "e02_hardcoded_shape.py": "out of scope: the task fixes its shapes (KernelBench's contract)",
     "e06_assume_contiguous_layout.py": "out of scope: the protocol passes contiguous inputs (KernelBench's contract)",
     # round 2 (tests/attacks/README.md, "Round 2 results")
-    "i01_sysv_shm_channel.py": "open: SysV shared memory outlives the candidate; the IPC namespace is per slot, not per candidate",
-    "i02_sysv_shm_memory_left.py": "open: a detached SysV segment keeps its memory after the candidate is killed (per-slot IPC namespace)",
-    "i03_sysv_msgqueue_semaphore.py": "open: SysV message queues and semaphores outlive the candidate (per-slot IPC namespace)",
-    "i05_import_answer_key_from_host_repo.py": "open: --ro-bind / / exposes the repository (data/query_solutions) to the candidate",
-    "i06_read_host_file_outside_masks.py": "open: --ro-bind / / exposes every world-readable host file outside the masked dirs",
-    "i09_nested_userns_mount.py": "open: the candidate can unshare a user namespace (uid 0, CAP_SYS_ADMIN there, mounts)",
-    "j01_wide_probe_detected_by_std.py": "open: the wide-input probe's distribution (std 3) is told apart from trials by its statistics",
 }
 
 

@@ -169,3 +169,30 @@ def test_uid_pairs_are_exclusive_while_held_and_come_back_when_released():
     os.close(fb)
     os.close(fc)
     assert c == a  # the lowest free pair again: nothing leaks when a holder lets go
+
+
+def test_seccomp_filter_refuses_namespaces_and_mounts_but_not_threads_or_forks():
+    """The filter every candidate process gets: an unprivileged process could otherwise unshare a user
+    namespace and hold CAP_SYS_ADMIN there; threads, forks and subprocesses (Triton's compiler) must work."""
+    code = (
+        "import ctypes, os, subprocess, threading\n"
+        "from drk.gym.sandbox import seccomp\n"
+        "assert seccomp.install()\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for flags in (0x10000000, 0x08000000, 0x00020000, 0x40000000):\n"
+        "    assert libc.unshare(flags) == -1 and ctypes.get_errno() == 1, flags\n"
+        "assert libc.mount(b'none', b'/mnt', b'tmpfs', 0, None) == -1 and ctypes.get_errno() == 1\n"
+        "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "assert subprocess.run(['true']).returncode == 0\n"
+        "assert subprocess.run(['unshare', '-U', 'true'], capture_output=True).returncode != 0\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(7)\n"
+        "assert os.waitpid(pid, 0)[1] >> 8 == 7\n"
+        "print('filtered')\n")
+    from drk.gym.sandbox import seccomp
+    if seccomp.native_arch() is None:
+        pytest.skip("no seccomp table for this architecture")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert r.returncode == 0 and "filtered" in r.stdout, r.stderr[-2000:]

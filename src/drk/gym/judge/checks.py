@@ -248,8 +248,8 @@ class TrialChecks:
             if not cmp.ok:
                 if what == "wide":
                     res.verdict, res.error = T.INCORRECT, (
-                        "wrong on inputs of the task's shapes drawn wider than get_inputs() draws them (negative and "
-                        f"larger values, one outlier): {cmp.message}; the kernel must compute the reference's "
+                        "wrong on inputs of the task's shapes with a few elements far outside what get_inputs() "
+                        f"draws (negative or large values): {cmp.message}; the kernel must compute the reference's "
                         "function for every valid input")
                     res.flags.append(T.WIDE_INPUTS_FAILED)
                     return False
@@ -353,20 +353,34 @@ class TrialChecks:
 
     @staticmethod
     def _widened(inputs: list, seed: int) -> list:
-        """The task's inputs drawn wider: every float input x becomes (x - 0.5) * 6 when get_inputs() drew
-        it in [0, 1] (torch.rand), else x * 3, and one element is multiplied by 8 (an outlier for
-        reductions). The probe is skipped where the reference is not finite on them (outside its domain:
-        log, sqrt, ...). The same function must hold there: a kernel that assumes non-negative inputs, a
-        bounded range or a constant answer is caught."""
+        """The task's inputs with a few elements planted far outside what get_inputs() draws: negative and
+        above-one values where it draws in [0, 1], else 4-8 standard deviations from the mean, either side.
+        One to eight elements per input, so the input's statistics stay those of a trial (a candidate that
+        switches to a careful path when its inputs look unusual cannot see the probe coming), and each
+        planted value lands in some row, so a kernel that assumes non-negative inputs, a bounded range or a
+        constant answer is wrong there. The probe is skipped where the reference is not finite on them
+        (outside its domain: log, sqrt, ...)."""
         g = torch.Generator(device="cpu").manual_seed(seed)
         wide = []
         for t in inputs:
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+                w = t.detach().clone().contiguous()
+                flat = w.view(-1)
+                n = flat.numel()
+                k = min(8, 1 + n // 65536)
+                idx = torch.randperm(n, generator=g)[:k]
+                u = torch.rand(k, generator=g, dtype=torch.float64)
+                sign = torch.where(torch.rand(k, generator=g) < 0.5, -1.0, 1.0).double()
                 lo, hi = float(t.min()), float(t.max())
-                w = (t - 0.5) * 6.0 if lo >= 0.0 and hi <= 1.0 else t * 3.0
-                i = int(torch.randint(0, w.numel(), (1,), generator=g))
-                w.view(-1)[i] *= 8.0
-                wide.append(w.to(t.dtype))
+                if lo >= 0.0 and hi <= 1.0:
+                    vals = torch.where(sign < 0, -(0.5 + 2.5 * u), 1.5 + 2.5 * u)
+                else:
+                    mean = float(t.double().mean())
+                    std = float(t.double().std()) if n > 1 else 0.0
+                    std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
+                    vals = mean + sign * (4.0 + 4.0 * u) * std
+                flat[idx.to(flat.device)] = vals.to(device=flat.device, dtype=flat.dtype)
+                wide.append(w)
             else:
                 wide.append(t)
         return wide

@@ -7,13 +7,15 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
 
 - its own network namespace (no interface but a downed loopback), IPC, UTS and PID namespaces, a new
   session, and it dies with its judge (`--die-with-parent`);
-- a read-only view of the host (`--ro-bind / /`) in which /root, /home, /tmp, /var/tmp, /run, /mnt,
-  /media and /srv are empty tmpfs, then only what Python, torch and Triton need is bound back read-only
-  (the interpreter's prefixes, every `sys.path` entry, the base Triton cache, CUDA's device nodes), so
-  user files, keys and other projects are not even visible;
-- mode `root` (the evaluator runs as root, as on the H200 and CI): the fork server keeps only
-  CAP_SETUID, CAP_SETGID and CAP_KILL, and every candidate process drops to an unprivileged uid of its
-  own (two per slot, alternating, so a candidate never shares a uid with the next one), with
+- a read-only view of the host's system folders (/usr, /bin, /lib*, /sys, ...; `SYSTEM_TOP`) in which every
+  other top-level folder (/root, /home, /tmp, /run, /opt, /var, the user's project folders) is an empty
+  tmpfs, then only what Python, torch and Triton need is bound back read-only (the interpreter's prefixes,
+  its library folders and `sys.path` without the working directory, the base Triton cache, CUDA's device
+  nodes), so user files, keys, other projects and a repository's own solutions are not even visible;
+- mode `root` (the evaluator runs as root, as on the H200 and CI): the fork server keeps only the
+  capabilities for dropping to a uid, killing, owning files and making an IPC namespace; every candidate
+  process gets its own IPC namespace, a seccomp filter (`drk.gym.sandbox.seccomp`: no new namespaces, no
+  mounts) and drops to an unprivileged uid of its own (two per slot, alternating, so a candidate never shares a uid with the next one), with
   `no_new_privs`; after the evaluation every process of that uid is killed and its files removed. The
   pair is claimed host-wide (`claim_uid_pair`): per-uid limits such as RLIMIT_NPROC count every process of
   a uid on the host, so two evaluators sharing a uid would let one's candidate starve the other's;
@@ -38,6 +40,10 @@ from dataclasses import dataclass
 
 ROOT, USERNS, NONE = "root", "userns", "none"
 HIDDEN = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+# Top-level folders the sandbox shows as they are: the system's programs and libraries. Every other one
+# (the user's projects, data, mounts, /opt, /var, ...) is an empty tmpfs, so a candidate cannot read a
+# repository's solutions or any other world-readable file; what the interpreter needs is bound back.
+SYSTEM_TOP = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/dev", "/sys", "/etc")
 # /etc is an empty tmpfs too, with only what the loader, the C compiler and Python need bound back; the
 # account files are the slot's own (root and the candidate uids), so no host detail can reach a result.
 ETC_KEEP = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "localtime", "gai.conf",
@@ -46,6 +52,9 @@ SANDBOX_UID_BASE = 61000   # candidate uids: SANDBOX_UID_BASE + 2 * pair + {0, 1
 UID_PAIRS = 2048           # pairs a host can hand out at once (uids 61000..65095)
 UID_LOCK_DIRS = ("/run/lock/drk-sandbox-uids", "/var/lock/drk-sandbox-uids", "/tmp/drk-sandbox-uids")
 PROBE_TIMEOUT_S = 20.0
+# interpreter flag for the judge and the fork server: the folder drk was started from is not put on their
+# sys.path, so it is neither importable nor bound into the sandbox (3.10 has no -P: _needed_paths skips it)
+NO_CWD_ON_PATH = ("-P",) if sys.version_info >= (3, 11) else ()
 
 
 class SandboxUnavailable(RuntimeError):
@@ -69,10 +78,32 @@ def find_bwrap() -> str:
     return cand if cand and os.access(cand, os.X_OK) else ""
 
 
+def hidden_roots() -> tuple[str, ...]:
+    """The folders the sandbox replaces with empty tmpfs: HIDDEN, and every top-level folder of this host
+    that is not a system one (symbolic links at the top are left alone: their targets are judged on their
+    own)."""
+    extra = []
+    try:
+        names = sorted(os.listdir("/"))
+    except OSError:
+        names = []
+    for name in names:
+        p = "/" + name
+        if p in SYSTEM_TOP or p in HIDDEN or os.path.islink(p) or not os.path.isdir(p):
+            continue
+        extra.append(p)
+    return HIDDEN + tuple(extra)
+
+
 def _needed_paths() -> list[str]:
-    """What a candidate process must be able to read: the interpreter, its libraries, torch, Triton."""
+    """What a candidate process must be able to read: the interpreter, its libraries, torch, Triton. The
+    `sys.path` of a process started with `-P` (the judge's and the fork server's): no working directory,
+    so the folder drk was started from (a repository with its data and solutions) is never bound."""
+    import sysconfig
+
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    paths.update(p for p in sysconfig.get_paths().values() if p and os.path.isdir(p))
+    paths.update(p for p in sys.path if p and os.path.isdir(p) and p != os.getcwd())
     for var in ("CUDA_HOME", "CUDA_PATH", "TRITON_HOME", "LD_LIBRARY_PATH"):
         for p in (os.environ.get(var) or "").split(os.pathsep):
             if p and os.path.isdir(p):
@@ -80,8 +111,8 @@ def _needed_paths() -> list[str]:
     return sorted({os.path.realpath(p) for p in paths} | paths)
 
 
-def _under_hidden(path: str) -> bool:
-    return any(path == h or path.startswith(h + "/") for h in HIDDEN)
+def _under_hidden(path: str, hidden: tuple[str, ...]) -> bool:
+    return any(path == h or path.startswith(h + "/") for h in hidden)
 
 
 def claim_uid_pair() -> tuple[list[int], int]:
@@ -136,9 +167,13 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
     if iso.mode == USERNS:
         a += ["--unshare-user"]
     else:  # root: keep only what dropping to a candidate uid and killing its processes need
+        # (CAP_SYS_ADMIN only to give each candidate its own IPC namespace before it drops to its uid, which
+        # clears every capability; the fork server never runs candidate code)
         a += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
-              "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_FOWNER", "--cap-add", "CAP_DAC_OVERRIDE"]
-    for h in HIDDEN + ("/etc",):
+              "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_FOWNER", "--cap-add", "CAP_DAC_OVERRIDE",
+              "--cap-add", "CAP_SYS_ADMIN"]
+    hidden = hidden_roots()
+    for h in hidden + ("/etc",):
         if os.path.isdir(h):
             a += ["--tmpfs", h]
     for name in ETC_KEEP:
@@ -149,7 +184,7 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
     a += ["--chmod", "1777", "/tmp"]
     made: set[str] = set()
     for p in _needed_paths():
-        if _under_hidden(p) and p not in HIDDEN and os.path.exists(p):  # never a whole hidden root back
+        if _under_hidden(p, hidden) and p not in hidden and os.path.exists(p):  # never a whole hidden root back
             # bwrap would create the folders leading there with mode 0700; the candidate uid must pass them
             parts = p.strip("/").split("/")
             for i in range(2, len(parts)):

@@ -29,7 +29,10 @@ import socket
 import sys
 import time
 
+from drk.gym.sandbox import seccomp
+
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+CLONE_NEWIPC = 0x08000000
 MAX_PACKET = 65536
 
 
@@ -39,6 +42,14 @@ def _prctl(option: int, arg: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(option, arg, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def _unshare(flags: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), f"unshare({flags:#x}) failed")
 
 
 def send(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
@@ -261,6 +272,9 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     if lim.get("address_space_gb"):
         resource.setrlimit(resource.RLIMIT_AS, (int(float(lim["address_space_gb"]) * 2**30),) * 2)
     if mode == "root":
+        # its own IPC namespace: SysV shared memory, queues, semaphores and POSIX queues it makes die with it
+        # (in the slot's namespace they would outlive it, keep their memory and reach the next candidate)
+        _unshare(CLONE_NEWIPC)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
@@ -268,6 +282,9 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             raise OSError("could not drop to the candidate uid")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    if mode != "none" and not seccomp.install():
+        print("drk sandbox: no seccomp table for this architecture; namespaces and mounts stay allowed",
+              file=sys.stderr)
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 

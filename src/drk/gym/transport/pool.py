@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from drk.gym import types as T
 from drk.gym.common import wire
 from drk.gym.judge import static
+from drk.gym.sandbox import isolation
 from drk.gym.sandbox.audit import redact, scrubbed_env, secret_values
 from drk.gym.transport.base import SubmitBackend
 
@@ -97,7 +98,7 @@ class Slot:
 
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
-        cmd = [sys.executable, "-m", "drk.gym.judge.evaluation", "--fd", str(child_fd), "--device", self.device,
+        cmd = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.judge.evaluation", "--fd", str(child_fd), "--device", self.device,
                "--slot-dir", self.dir, "--slot-index", str(self.index), "--cache", self.cache_path] + (
                ["--unsafe-no-sandbox"] if self.unsafe else [])
         log = open(os.path.join(self.dir, "judge.log"), "ab")
