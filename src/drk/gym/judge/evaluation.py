@@ -119,7 +119,7 @@ class Judge:
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
         harness.pin_numerics()
-        self.versions = dict(harness.versions(), sandbox=iso.mode)  # results from another isolation never mix
+        self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
         os.makedirs(base_cache, exist_ok=True)
         if self.cuda:  # Triton's launcher utilities built once by trusted code; candidates get a copy

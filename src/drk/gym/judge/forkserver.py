@@ -50,7 +50,8 @@ class ForkServer:
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()), "--mode", self.iso.mode,
+        argv = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()),
+                "--mode", self.iso.mode, "--seccomp", "1" if self.iso.sandboxed and not self.iso.seccomp else "0",
                 "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root]
         if self.iso.sandboxed:
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache], accounts=self.accounts) + argv

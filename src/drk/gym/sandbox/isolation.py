@@ -66,6 +66,12 @@ class Isolation:
     mode: str            # ROOT, USERNS or NONE
     bwrap: str = ""      # path of the bwrap binary (empty for NONE)
     reason: str = ""     # why NONE, when it is
+    seccomp: str = ""    # why candidates get no seccomp filter here ("" when they do)
+
+    @property
+    def label(self) -> str:
+        """What results record as `versions.sandbox`: the mode, and a missing filter said out loud."""
+        return self.mode if (self.mode == NONE or not self.seccomp) else f"{self.mode} (no seccomp: {self.seccomp})"
 
     @property
     def sandboxed(self) -> bool:
@@ -205,11 +211,12 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
     return a + ["--"]
 
 
-def _probe(iso: Isolation) -> str:
+def _probe(iso: Isolation, code: str = "import os, socket; socket.socket().connect_ex(('1.1.1.1', 53)); "
+           "print(os.getpid())") -> str:
     """Run a trivial Python inside the sandbox; '' when it works, else the reason."""
-    code = "import os, socket; socket.socket().connect_ex(('1.1.1.1', 53)); print(os.getpid())"
     try:
-        out = subprocess.run(bwrap_argv(iso) + [sys.executable, "-c", code], capture_output=True, text=True,
+        out = subprocess.run(bwrap_argv(iso) + [sys.executable, *NO_CWD_ON_PATH, "-c", code], capture_output=True,
+                             text=True,
                              timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
@@ -236,7 +243,13 @@ def detect(allow_unsafe: bool = False) -> Isolation:
         cand = Isolation(mode, bwrap)
         reason = _probe(cand)
         if not reason:
-            iso = cand
+            # the filter is installed in a forked child (as the fork server does), so a refusal is seen here,
+            # once, and recorded with every result instead of failing every candidate
+            why = _probe(cand, "import os, sys\nfrom drk.gym.sandbox import seccomp\npid = os.fork()\n"
+                               "if pid == 0:\n    ok = seccomp.install()\n    os._exit(0 if ok else 3)\n"
+                               "st = os.waitpid(pid, 0)[1]\n"
+                               "sys.exit('no table for this architecture' if st >> 8 == 3 else (1 if st else 0))")
+            iso = Isolation(mode, bwrap, seccomp=why[:120])
         else:
             reason = f"bubblewrap cannot build a sandbox here ({reason[:200]})"
     if iso is None:

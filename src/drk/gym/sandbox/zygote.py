@@ -98,6 +98,7 @@ class Zygote:
     def __init__(self, a: argparse.Namespace) -> None:
         self.sock = socket.socket(fileno=a.fd)
         self.mode, self.device, self.base_cache = a.mode, a.device, a.base_cache
+        self.seccomp = a.seccomp == "1"
         self.tmp = a.tmp_root  # the sandbox's own /tmp; without a sandbox, a folder of the slot's
         self.children: dict[str, dict] = {}  # id -> {pid, uid, workdir}
         _prctl(PR_SET_DUMPABLE, 0)  # no process of the candidate's uid may ptrace or read our memory
@@ -148,7 +149,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the candidate's process: never returns
             try:
-                _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache)
+                _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp)
             except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
                 os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(3)
@@ -230,7 +231,7 @@ class Zygote:
 
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
-                      base_cache: str) -> None:
+                      base_cache: str, filtered: bool) -> None:
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
@@ -282,9 +283,8 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             raise OSError("could not drop to the candidate uid")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
-    if mode != "none" and not seccomp.install():
-        print("drk sandbox: no seccomp table for this architecture; namespaces and mounts stay allowed",
-              file=sys.stderr)
+    if filtered:  # the host's refusal, if any, was found by the probe and is recorded with every result
+        seccomp.install()
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 
@@ -299,6 +299,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--base-cache", default="")
     p.add_argument("--tmp-root", default="/tmp")
+    p.add_argument("--seccomp", default="1", choices=["0", "1"])
     a = p.parse_args()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
