@@ -15,8 +15,8 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
 - mode `root` (the evaluator runs as root, as on the H200 and CI): the fork server keeps only the
   capabilities for dropping to a uid, killing, owning files and making an IPC namespace; every candidate
   process gets its own IPC namespace, a seccomp filter (`drk.gym.sandbox.seccomp`: no new namespaces, no
-  mounts) and drops to an unprivileged uid of its own (two per slot, alternating, so a candidate never shares a uid with the next one), with
-  `no_new_privs`; after the evaluation every process of that uid is killed and its files removed. The
+  mounts) and drops to an unprivileged uid of its own (two per slot, alternating, so a candidate never
+  shares a uid with the next one), with `no_new_privs`; after the evaluation every process of that uid is killed and its files removed. The
   pair is claimed host-wide (`claim_uid_pair`): per-uid limits such as RLIMIT_NPROC count every process of
   a uid on the host, so two evaluators sharing a uid would let one's candidate starve the other's;
 - mode `userns` (an ordinary user, unprivileged user namespaces on): the same view inside a user
