@@ -16,7 +16,7 @@ from drk.agent.episode import Turn, select_turns
 from drk.agent.extract import extract_code
 from drk.agent.prompts import EXAMPLE_REFERENCE, EXAMPLE_SOLUTION, first_prompt
 from drk.cli import app
-from drk.engines import ScriptedServer
+from drk.testing.scripted_server import ScriptedServer
 from drk.gym import EvalOptions, EvalRequest
 from drk.tasks import Task
 

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from drk.engines import Engine, EngineError, EngineSpec, SamplingParams, make_engine, resolve_kind  # noqa: E402
 from drk.engines.local import HFEngine  # noqa: E402
 from drk.engines.openai_engine import OpenAIEngine  # noqa: E402
-from drk.engines.scripted_server import ScriptedServer  # noqa: E402
+from drk.testing.scripted_server import ScriptedServer  # noqa: E402
 from drk.engines.tiny import build_tiny_model, make_config  # noqa: E402
 
 TOL = 1e-4

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from drk.cli import app
-from drk.engines.scripted_server import ScriptedServer
+from drk.testing.scripted_server import ScriptedServer
 from newcomer_helpers import CPU, QUERIES, SOLS, read_jsonl, solution_for
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from drk.cli import app
-from drk.engines.scripted_server import ScriptedServer
+from drk.testing.scripted_server import ScriptedServer
 from newcomer_helpers import CPU, QUERIES, SOLS, assert_short_error, read_jsonl, solution_for, task_of
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from drk.cli import app
-from drk.engines.scripted_server import ScriptedServer
+from drk.testing.scripted_server import ScriptedServer
 from newcomer_helpers import CPU, QUERIES, assert_short_error, read_jsonl, solution_for
 
 runner = CliRunner()

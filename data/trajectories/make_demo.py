@@ -10,9 +10,10 @@ from pathlib import Path
 
 from drk.agent.episode import EpisodeConfig
 from drk.collect import collect
-from drk.engines import EngineSpec, ScriptedServer, make_engine
+from drk.engines import EngineSpec, make_engine
 from drk.engines.base import SamplingParams
 from drk.gym import EvalOptions, LocalPool
+from drk.testing.scripted_server import ScriptedServer
 from drk.tasks.queries import load_queries
 
 HERE = Path(__file__).resolve().parent

@@ -5,8 +5,8 @@ What it is: the shared types (`SamplingParams`, `Generation`, `EngineSpec`, `Eng
 `make_engine(spec)`, which picks the backend: `kind="openai"` (or "auto" with a `base_url`) -> `OpenAIEngine`;
 `kind="hf"` (or "auto" without a `base_url`) -> `HFEngine.from_pretrained(spec.model)`; `kind="vllm"` ->
 `VLLMEngine` (never chosen by "auto": it must be asked for); `kind="template"` -> `TemplateTeacher`, the
-template teacher for the synthetic task family (`drk.engines.template`). Also `build_tiny_model` (offline test model) and
-`ScriptedServer` (offline OpenAI-compatible test server).
+template teacher for the synthetic task family (`drk.engines.template`). Also `build_tiny_model` (offline test model);
+the offline OpenAI-compatible test server is `drk.testing.scripted_server.ScriptedServer`.
 
 What it deliberately is not: prompt construction or code extraction; those live with the agent.
 
@@ -24,7 +24,6 @@ from drk.engines.base import (FINISH_ERROR, FINISH_LENGTH, FINISH_STOP, Engine, 
 if TYPE_CHECKING:  # pragma: no cover
     from drk.engines.local import HFEngine
     from drk.engines.openai_engine import OpenAIEngine
-    from drk.engines.scripted_server import ScriptedServer
     from drk.engines.vllm_engine import VLLMEngine
 
 KINDS = ("auto", "openai", "hf", "vllm", "template")
@@ -67,7 +66,7 @@ def make_engine(spec: EngineSpec) -> Engine:
 def __getattr__(name: str) -> Any:
     """Lazy access to the heavy classes: `from drk.engines import HFEngine` imports torch only then."""
     lazy = {"HFEngine": "drk.engines.local", "OpenAIEngine": "drk.engines.openai_engine",
-            "VLLMEngine": "drk.engines.vllm_engine", "ScriptedServer": "drk.engines.scripted_server",
+            "VLLMEngine": "drk.engines.vllm_engine",
             "build_tiny_model": "drk.engines.tiny"}
     if name in lazy:
         import importlib
@@ -78,4 +77,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["Engine", "EngineError", "EngineSpec", "Generation", "SamplingParams", "UsageCounter", "FINISH_STOP",
            "FINISH_LENGTH", "FINISH_ERROR", "make_engine", "resolve_kind", "HFEngine", "OpenAIEngine",
-           "VLLMEngine", "ScriptedServer", "build_tiny_model"]
+           "VLLMEngine", "build_tiny_model"]
