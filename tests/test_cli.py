@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
@@ -98,4 +99,12 @@ def test_recipes_set_defaults_and_flags_win(tmp_path):
     bad.write_text("turnz: 3\n")
     res = runner.invoke(app, ["infer", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "-c", str(bad), "--out",
                               str(tmp_path / "o")])
-    assert res.exit_code == 2 and "unknown option(s) turnz" in res.output
+    assert res.exit_code == 2 and "unknown option(s) turnz (did you mean turns?)" in res.output
+
+
+def test_a_misspelt_recipe_key_names_the_closest_valid_one():
+    from drk.config import ConfigError, build
+    from drk.train.rl import RLConfig
+
+    with pytest.raises(ConfigError, match=r"unknown option 'promts_per_step' \(did you mean 'prompts_per_step'\?"):
+        build(RLConfig, {"promts_per_step": 4})

@@ -65,3 +65,4 @@ def test_bad_recipe_is_one_line(tmp_path):
     bad.write_text("lr: 1e-3\nepochs: 1\nbogus_option: 3\n")
     res = CliRunner().invoke(app, ["sft", "-c", str(bad), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "unknown option 'bogus_option'" in res.output and "Traceback" not in res.output
+    assert "did you mean" not in res.output  # nothing close to suggest

@@ -183,7 +183,11 @@ def _apply_recipe_keys(ctx: typer.Context, data: dict, where: str) -> None:
     names = {p.name for p in ctx.command.params}
     unknown = sorted(set(data) - names)
     if unknown:
-        fail(f"{where}: unknown option(s) {', '.join(unknown)} for drk {ctx.command.name}")
+        import difflib
+
+        hints = [f"{k} (did you mean {c[0]}?)" if (c := difflib.get_close_matches(k, list(names), n=1, cutoff=0.6))
+                 else k for k in unknown]
+        fail(f"{where}: unknown option(s) {', '.join(hints)} for drk {ctx.command.name}")
     ctx.default_map = {**(ctx.default_map or {}), **data}
 
 

@@ -85,7 +85,11 @@ def build(cls: type[T], data: dict, where: str = "") -> T:
     for key, value in data.items():
         path = f"{where}.{key}" if where else key
         if key not in fields:
-            raise ConfigError(f"unknown option {path!r} (valid: {', '.join(sorted(fields))})")
+            import difflib
+
+            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"unknown option {path!r} ({hint}valid: {', '.join(sorted(fields))})")
         kwargs[key] = _coerce(value, hints[key], path)
     return cls(**kwargs)
 
