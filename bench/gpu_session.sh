@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --fo
 date -u; git log -1 --format=%H 2>/dev/null; pwd; id
 case "$PART" in
 smoke)
-  echo "== sandbox probe"; python3 -c "from drk.gym import isolation; print(isolation.detect())"
+  echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
   echo "== one candidate"; timeout 200 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
     --kernelbench $KB --device cuda --out $OUT/smoke --no-compile-baseline 2>&1 | tail -8
   grep -o '"verdict": "[a-z_]*"\|"error": "[^"]\{0,300\}\|"sandbox": "[a-z]*"\|"runtime_ms": [0-9.]*' $OUT/smoke/results.jsonl
