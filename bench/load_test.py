@@ -1,6 +1,6 @@
 """Load test of `drk gym serve` on loopback (a benchmark, not a test).
 
-    PYTHONPATH=src python bench/load_test.py --requests 500 --clients 32 --workers 2 --out docs/measurements/load.json
+    PYTHONPATH=src python bench/load_test.py --requests 500 --clients 32 --workers 2 --out docs/measurements/service-load.json
 
 Starts `drk gym serve --device cpu` in a subprocess, then CLIENTS threads submit REQUESTS evaluations in
 total (small kernels, each distinct so nothing is cached) and poll for their results. Every request must

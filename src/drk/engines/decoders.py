@@ -7,7 +7,7 @@ distribution). The engine's sampling loop (temperature, top-k/p, stop tokens, lo
 
 * `DynamicDecoder`: transformers' growing cache, a 2-D padding mask, one eager forward per token. Works for
   every model and device. On a GPU a small model's step is bound by host-side kernel launches: ~30 ms per
-  step for a Qwen3-0.6B shape on an H200 whatever the batch (docs/measurements/2026-12-02-h200-d.md).
+  step for a Qwen3-0.6B shape on an H200 whatever the batch (docs/measurements/generation.md).
 * `StaticDecoder`: transformers' `StaticCache` (fixed [rows, max_len] buffers written in place at a position
   kept on the device), a 4-D mask built on the device from that position, and position ids advanced in place,
   so one decode step has fixed shapes and no host sync and can be captured once as a CUDA graph and

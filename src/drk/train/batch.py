@@ -53,7 +53,7 @@ def pad_rows(rows: list[TurnRow], pad_id: int, device) -> tuple[torch.Tensor, to
     Right padding needs no attention mask: causal attention already keeps every real token from seeing the
     pads after it, so the forward takes the unmasked (flash) path. A padding mask would send it to the
     masked memory-efficient kernel, whose backward returned NaN gradients on an H200 for the long left pads
-    of multi-turn rows (2026-12-02, docs/measurements/2026-12-02-h200-d.md), and one NaN poisons the step."""
+    of multi-turn rows (2026-12-02, docs/measurements/rl-step-throughput.md), and one NaN poisons the step."""
     seqs = [r.prompt_ids + r.completion_ids for r in rows]
     ids = torch.full((len(seqs), max(len(x) for x in seqs)), pad_id, dtype=torch.long)
     for i, x in enumerate(seqs):
