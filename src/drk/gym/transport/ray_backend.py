@@ -136,9 +136,12 @@ class RayGym(SubmitBackend):
         self._threads.shutdown(wait=False, cancel_futures=True)
         free = set(self._free)
         for a in list(self._actors):
-            try:
-                if a in free:  # idle: let its judge and runner exit cleanly
+            if a in free:  # idle: let its judge and runner exit cleanly
+                try:
                     self.ray.get(a.stop.remote(), timeout=30)
+                except Exception:  # a slow or dead actor is killed below all the same
+                    pass
+            try:
                 self.ray.kill(a)  # busy ones are killed mid-evaluation (their GPUs would stay taken otherwise)
             except Exception:
                 pass
