@@ -10,7 +10,7 @@ train the model to stop; TRL warns when the end-of-turn token is outside the mas
 
 What it deliberately is not: a useful language model. The weights are random; "qwen3-0.6b" only reproduces the
 real Qwen3-0.6B *shape* (vocab padded to 151936 while the tokenizer is small, so samplers must mask ids
->= len(tokenizer): `HFEngine(mask_padded_vocab=True)` does). "small" (about 1.4M parameters) is the size that
+>= len(tokenizer): `HFEngine(mask_padded_vocab=True)` does). "small" (about 1M parameters) is the size that
 can learn the template teacher's kernels well enough to sample them intact at temperature 1.0 (the CPU smoke
 run's policy); "tiny" stays the fast shape for tests. Nothing is downloaded.
 
