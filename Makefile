@@ -35,7 +35,7 @@ demo: venv
 	  --device $(DEVICE) --out $(OUT)
 
 # Does the pipeline learn? collect (template teacher) -> SFT (offline "small" Qwen3) -> RL against the real CPU
-# evaluator, then a check of metrics.jsonl (bench/learning_smoke_check.py). About 15 minutes on 2 cores; not in
+# evaluator, then a check of metrics.jsonl (bench/learning_smoke_check.py). About 10 minutes on 2 cores; not in
 # `make test`. One torch thread per process: on a small shared machine two threads that wait on each other made
 # SFT steps several times slower than one. `make smoke PY=/path/to/python` uses an existing environment instead
 # of .venv; PYTHONPATH=src makes it run this checkout's code whatever that environment has installed.
