@@ -34,16 +34,18 @@ demo: venv
 	$(VENV)/bin/drk eval --level 1,2 --solutions data/solutions $(if $(KERNELBENCH),--kernelbench $(KERNELBENCH)) \
 	  --device $(DEVICE) --out $(OUT)
 
-# Does the pipeline learn? collect (template teacher) -> SFT (tiny Qwen3) -> RL against the real CPU evaluator,
-# then a check of metrics.jsonl (bench/learning_smoke_check.py). About 10 minutes on 2 cores; not in `make test`.
-# One torch thread per process: on a small shared machine two threads that wait on each other made SFT steps
-# several times slower than one.
+# Does the pipeline learn? collect (template teacher) -> SFT (offline "small" Qwen3) -> RL against the real CPU
+# evaluator, then a check of metrics.jsonl (bench/learning_smoke_check.py). About 10 minutes on 2 cores; not in
+# `make test`. One torch thread per process: on a small shared machine two threads that wait on each other made
+# SFT steps several times slower than one. `make smoke PY=/path/to/python` uses an existing environment instead
+# of .venv; PYTHONPATH=src makes it run this checkout's code whatever that environment has installed.
 SMOKE ?= runs/smoke
-smoke: venv
+SMOKE_RUN = OMP_NUM_THREADS=1 PYTHONPATH=src $(PY) -m drk
+smoke: $(if $(filter $(VENV)/bin/python,$(PY)),venv)
 	rm -rf $(SMOKE)
-	OMP_NUM_THREADS=1 $(VENV)/bin/drk collect -c recipes/smoke/collect.yaml --out $(SMOKE)/collect
-	OMP_NUM_THREADS=1 $(VENV)/bin/drk sft -c recipes/smoke/sft.yaml --data $(SMOKE)/collect/trajectories.jsonl --out $(SMOKE)/sft
-	OMP_NUM_THREADS=1 $(VENV)/bin/drk rl -c recipes/smoke/rl.yaml --model $(SMOKE)/sft --out $(SMOKE)/rl
+	$(SMOKE_RUN) collect -c recipes/smoke/collect.yaml --out $(SMOKE)/collect
+	$(SMOKE_RUN) sft -c recipes/smoke/sft.yaml --data $(SMOKE)/collect/trajectories.jsonl --out $(SMOKE)/sft
+	$(SMOKE_RUN) rl -c recipes/smoke/rl.yaml --model $(SMOKE)/sft --out $(SMOKE)/rl
 	$(PY) bench/learning_smoke_check.py $(SMOKE)/rl/metrics.jsonl
 
 # Before GPU measurement calls on the lent H200 (bench/gpu_session.sh): KernelBench problem files into the

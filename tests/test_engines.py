@@ -538,6 +538,19 @@ def test_qwen3_06b_config_shape(tiny):
     assert sum(p.numel() for p in model.parameters()) == 596_049_920  # Qwen3-0.6B, tied embeddings
 
 
+def test_small_config_is_a_bigger_offline_shape_with_the_same_tokenizer(tiny):
+    from transformers import AutoModelForCausalLM
+
+    _, tokenizer = tiny
+    cfg = make_config("small", tokenizer)
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (128, 4, len(tokenizer))
+    with torch.device("meta"):
+        n = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())
+    assert 900_000 < n < 1_100_000  # the CPU smoke run's policy: about 6x "tiny" (984,448 parameters)
+    with pytest.raises(ValueError, match="small"):
+        make_config("huge", tokenizer)
+
+
 # ------------------------------------------------------------------------------------------------------------ GPU
 @pytest.mark.gpu
 def test_hf_engine_cuda_bf16_qwen3_06b_shape():

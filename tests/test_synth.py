@@ -138,6 +138,21 @@ def test_teacher_is_an_engine_seeded_by_request_and_rejects_bad_options():
         make_engine(EngineSpec(model="template", kind="template", extra={"wrong": 1.5}))
     with pytest.raises(EngineError, match="bad options"):
         make_engine(EngineSpec(model="template", kind="template", extra={"colour": 1}))
+    with pytest.raises(EngineError, match="wrong_variants"):
+        make_engine(EngineSpec(model="template", kind="template", extra={"wrong_variants": "fast"}))
+
+
+def test_teacher_limits_its_wrong_answers_to_the_named_variants():
+    first = [{"role": "user", "content": "# drk-synth: op=relu kind=sum\n"}]
+    only = TemplateTeacher(wrong=0.5, slow=0.0, wrong_variants="nomask")
+    draws = [only.choose(first, random.Random(i)) for i in range(400)]
+    assert set(draws) == {"fast", "nomask"} and 150 < draws.count("nomask") < 250
+    two = TemplateTeacher(wrong=1.0, slow=0.0, wrong_variants=["wrong_op", "wrong_axis"])
+    assert {two.choose(first, random.Random(i)) for i in range(200)} == {"wrong_op", "wrong_axis"}
+    # a kind without any named variant (wrong_axis does not exist for maps) falls back to the ones it has
+    axis = TemplateTeacher(wrong=1.0, slow=0.0, wrong_variants="wrong_axis")
+    maps = [{"role": "user", "content": "# drk-synth: op=relu kind=map\n"}]
+    assert {axis.choose(maps, random.Random(i)) for i in range(200)} == {"nomask", "wrong_op"}
 
 
 def test_collect_with_the_template_engine_runs_through_the_real_evaluator(tmp_path):

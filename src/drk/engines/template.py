@@ -10,10 +10,13 @@ and answers with one of these variants (`kernel_source(op, kind, variant)`):
     two_pass    the op in a flat kernel into a float32 buffer, then the row kernel   (correct, slower)
     small_block map only: a 2-D grid of 16-wide column blocks                   (correct, slower)
     nomask      no masks and no padding of the tail: reads/writes past a row    (wrong)
+    loose_mask  `fast` with the mask `cols < BLOCK`, always true: nomask's error,   (wrong)
+                one token away from `fast` (drawn only when named in `wrong_variants`)
     wrong_op    another elementwise op than the task's                         (wrong)
     wrong_axis  reductions only: walks down columns instead of along the row    (wrong)
 
-First turn: wrong with probability `wrong`, slow with `slow`, else fast. Later turns read the last
+First turn: wrong with probability `wrong` (one of `wrong_variants` that exists for the task's kind; by
+default nomask, wrong_op and wrong_axis), slow with `slow`, else fast. Later turns read the last
 feedback: after a failed turn it answers `fast` with probability `fix` (a fixed answer), else draws
 again like a first turn; after a correct slow turn it answers `fast` with probability `fix`, else repeats
 itself. Samples are seeded by (`seed`, the request's seed, the conversation, how many times this engine
@@ -37,7 +40,8 @@ from drk.tasks.synth import KINDS, OPS, parse_composition
 
 CORRECT_FAST = ("fast",)
 CORRECT_SLOW = ("two_pass", "small_block")
-WRONG = ("nomask", "wrong_op", "wrong_axis")
+WRONG = ("nomask", "wrong_op", "wrong_axis", "loose_mask")
+DEFAULT_WRONG = ("nomask", "wrong_op", "wrong_axis")  # what `wrong` draws from unless `wrong_variants` is given
 VARIANTS = CORRECT_FAST + CORRECT_SLOW + WRONG
 
 # The op a `wrong_op` answer computes instead: always one whose values differ on random normal inputs.
@@ -135,7 +139,7 @@ def kernel_source(op: str, kind: str, variant: str = "fast") -> str:
                               where0="    y = tl.where(mask, y, 0.0)\n" if masked else "",
                               whereinf='    y = tl.where(mask, y, float("-inf"))\n' if masked else "")
     row = _ROW_KERNEL.format(
-        mask_line="    mask = cols < n_cols\n" if masked else "",
+        mask_line=f"    mask = cols < {'BLOCK' if variant == 'loose_mask' else 'n_cols'}\n" if masked else "",
         offsets="cols * tl.num_programs(0) + row" if variant == "wrong_axis" else "row * n_cols + cols",
         load_mask=", mask=mask, other=0.0" if masked else "",
         expr="x" if variant == "two_pass" else expr, body=body)
@@ -154,17 +158,26 @@ _VERDICT = re.compile(r"Verdict: (\w+)")
 
 class TemplateTeacher:
     """`Engine` over the templates. Options (`EngineSpec.extra`, `--engine-opt KEY=VALUE`): `wrong`, `slow`,
-    `fix` (probabilities, see the module docstring) and `seed`."""
+    `fix` (probabilities, see the module docstring), `wrong_variants` (the wrong variants to draw from: a
+    list or a comma-separated string; a kind lacking all of them falls back to the default ones it has)
+    and `seed`."""
 
     name = "template"
 
-    def __init__(self, wrong: float = 0.5, slow: float = 0.2, fix: float = 0.8, seed: int = 0) -> None:
+    def __init__(self, wrong: float = 0.5, slow: float = 0.2, fix: float = 0.8, seed: int = 0,
+                 wrong_variants: str | list[str] | tuple[str, ...] = DEFAULT_WRONG) -> None:
         for key, p in (("wrong", wrong), ("slow", slow), ("fix", fix)):
             if not 0.0 <= float(p) <= 1.0:
                 raise EngineError(f"template teacher: {key} must be a probability in [0, 1], got {p}")
         if float(wrong) + float(slow) > 1.0:
             raise EngineError(f"template teacher: wrong + slow must be at most 1, got {wrong} + {slow}")
+        names = wrong_variants.split(",") if isinstance(wrong_variants, str) else list(wrong_variants)
+        names = [n.strip() for n in names if n.strip()]
+        if not names or any(n not in WRONG for n in names):
+            raise EngineError(f"template teacher: wrong_variants must name some of {', '.join(WRONG)}, "
+                              f"got {wrong_variants!r}")
         self.wrong, self.slow, self.fix, self.seed = float(wrong), float(slow), float(fix), int(seed)
+        self.wrong_variants = tuple(names)
         self._usage = UsageCounter()
         self._seen: dict[str, int] = {}
 
@@ -180,7 +193,8 @@ class TemplateTeacher:
         u = rng.random()
         options = variants_for(kind)
         if u < self.wrong:
-            return rng.choice([v for v in options if v in WRONG])
+            wrong = [v for v in options if v in self.wrong_variants] or [v for v in options if v in DEFAULT_WRONG]
+            return rng.choice(wrong)
         if u < self.wrong + self.slow:
             return rng.choice([v for v in options if v in CORRECT_SLOW])
         return "fast"

@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RLConfig:
-    model: str = "tiny"              # HF id / local path (e.g. a drk sft checkpoint); tiny | qwen3-0.6b built offline
+    model: str = "tiny"              # HF id / local path (e.g. a drk sft checkpoint); tiny | small | qwen3-0.6b built offline
     out: str = "runs/rl"
     queries: str = "data/queries"    # query set (folder, JSONL/parquet, HF id); see drk.tasks.queries
     problems: str | None = None      # subset of the query set: 1-10,15
@@ -134,14 +134,13 @@ class QuerySampler:
 
 # ---------------------------------------------------------------------------------------------- setup
 def build_policy(cfg: RLConfig, device: str):
+    from drk.engines.tiny import SIZES, build_tiny_model
     from drk.train.sft import load_model_and_tokenizer
 
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(cfg.dtype)
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if cfg.model in ("tiny", "qwen3-0.6b"):
-        from drk.engines.tiny import build_tiny_model
-
+    if cfg.model in SIZES:
         model, tok = build_tiny_model(None, size=cfg.model, seed=cfg.seed, dtype=dtype)
     else:
         model, tok = load_model_and_tokenizer(cfg.model, Path(cfg.out), dtype=dtype)

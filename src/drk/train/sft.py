@@ -33,7 +33,7 @@ from drk.records import claim_run_dir, read_jsonl, write_json
 
 @dataclass
 class SFTConfig:
-    model: str = "tiny"              # HF id or local path; "tiny" builds the offline test model
+    model: str = "tiny"              # HF id or local path; tiny | small | qwen3-0.6b build an offline model
     data: str = "trajectories.jsonl" # drk collect output (JSONL) or an HF dataset id with a `messages` column
     out: str = "runs/sft"
     filter: str = "all"              # all | correct | upto_best
@@ -107,10 +107,10 @@ def truncate_after_turn(messages: list[dict], turn: int) -> list[dict]:
 
 
 def load_model_and_tokenizer(name: str, out: Path, dtype=None):
-    """A model and tokenizer; "tiny" / "qwen3-0.6b" are built offline with random weights."""
-    if name in ("tiny", "qwen3-0.6b"):
-        from drk.engines.tiny import build_tiny_model
+    """A model and tokenizer; "tiny" / "small" / "qwen3-0.6b" are built offline with random weights."""
+    from drk.engines.tiny import SIZES, build_tiny_model
 
+    if name in SIZES:
         return build_tiny_model(out / "base-model", size=name)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
