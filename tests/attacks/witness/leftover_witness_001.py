@@ -56,8 +56,12 @@ def _leftovers():
             if f.get("cuid") != me:
                 found.append("sysv %s key=%s id=%s size=%s cuid=%s" % (kind, f.get("key"), f.get("shmid", f.get("msqid", f.get("semid"))),
                                                                        f.get("size", f.get("cbytes", f.get("nsems"))), f.get("cuid")))
+    # folders the evaluator binds into the sandbox (a checkout or interpreter under /tmp) are not leftovers
+    bound = [p for p in list(_sys.path) + [_sys.prefix, _sys.base_prefix] if isinstance(p, str)]
     try:
         for e in _os.listdir("/tmp"):
+            if any(p == "/tmp/" + e or p.startswith("/tmp/" + e + "/") for p in bound):
+                continue
             if not (e.startswith("cand-") or e.startswith("drk-gym-") or e.startswith("torchinductor_")):
                 found.append("/tmp/" + e)
     except OSError:
