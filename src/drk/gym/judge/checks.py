@@ -331,20 +331,16 @@ class TrialChecks:
 
     def _as_accurate_as_reference(self, inputs: list, outs: list, refs: list) -> bool:
         """On the offset probe, after the candidate missed the float32 reference: is the task's own float32
-        computation accurate there (within an eighth of the tolerance of a float64 reference)? Only then is the miss the
-        candidate's fault, and only if it also misses the float64 reference. An ill-conditioned task (its
-        float32 reference already off) or one without a float64 reference gives no evidence against a kernel."""
-        import copy
-
+        computation accurate there (within an eighth of the tolerance of a float64 reference)? Only then is the
+        miss the candidate's fault, and only if it also misses the float64 reference. An ill-conditioned task
+        (its float32 reference already off) or one without a float64 reference gives no evidence against a
+        kernel."""
         if T.NONDETERMINISTIC_REFERENCE in self.res.flags:  # (dropout) another draw is no evidence either way
             return True
-        try:
-            m64 = copy.deepcopy(self.task.model).double()
-            x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
-            ref64 = harness.forward(m64, x64, train=MODES[0][0], grad=MODES[0][1])
-            ref64 = [r.to(r32.dtype) if r.is_floating_point() else r for r, r32 in zip(ref64, refs)]
-        except Exception:  # some ops lack float64 kernels
+        ref64 = self._reference_fp64(inputs, *MODES[0])
+        if ref64 is None:
             return True
+        ref64 = [r.to(r32.dtype) if r.is_floating_point() else r for r, r32 in zip(ref64, refs)]
         # accurate with room to spare: a correct kernel that sums in another order may be a few times less
         # accurate than the reference and must still pass
         if not compare.compare_outputs(list(refs), ref64, self.opts.tolerance / 8).ok:
@@ -425,15 +421,25 @@ class TrialChecks:
         if compare.constants_pass(self.constants, refs, self.opts.tolerance):
             self._degenerate("a constant output (independent of the inputs) passes")
 
-    def _fp64_diff(self, inputs: list, outs: list, train: bool, grad: bool) -> float | None:
+    def _reference_fp64(self, inputs: list, train: bool, grad: bool) -> list | None:
+        """The reference computed in float64 on `inputs` (a copy of the model), or None where it cannot be
+        (some ops lack float64 kernels): a float64 reference is evidence when there is one, never required."""
         import copy
 
         try:
             m64 = copy.deepcopy(self.task.model).double()
             x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
-            ref64 = harness.forward(m64, x64, train=train, grad=grad)
+            return harness.forward(m64, x64, train=train, grad=grad)
+        except Exception:
+            return None
+
+    def _fp64_diff(self, inputs: list, outs: list, train: bool, grad: bool) -> float | None:
+        ref64 = self._reference_fp64(inputs, train, grad)
+        if ref64 is None:
+            return None
+        try:
             return max(float((o.double() - r).abs().max()) for o, r in zip(outs, ref64) if r.numel())
-        except Exception:  # a float64 reference is optional (some ops lack float64 kernels)
+        except Exception:  # shapes that do not broadcast, or no non-empty output
             return None
 
     # ---- is Triton doing the work? -----------------------------------------------------------------
