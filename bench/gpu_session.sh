@@ -4,6 +4,7 @@
 #   run(command="bash bench/gpu_session.sh smoke",  carry=[".whl", ".dev"], timeout_s=600)
 # Parts:
 #   smoke    the sandbox on this host (bubblewrap, candidate uid, CUDA in a forked child), GPU tests, a corpus entry
+#   first    smoke, then (only if its candidates were judged ok) gym, each step capped by what is left of 570 s
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
 #   timing   timing against an independent do_bench referee, shipped solutions and short kernels; repeatability
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
@@ -21,7 +22,18 @@ fi
 KB=${KB:-.dev/kb}
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --format=csv
 date -u; git log -1 --format=%H 2>/dev/null; pwd; id
+left() { local l=$(( ${1:-570} - SECONDS )); [ $l -gt 10 ] && echo $l || echo 10; }
 case "$PART" in
+first)
+  echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
+  echo "== two candidates"; timeout 150 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
+    --kernelbench $KB --device cuda --out $OUT/smoke --no-compile-baseline 2>&1 | tail -8
+  grep -o '"verdict": "[a-z_]*"\|"error": "[^"]\{0,400\}\|"sandbox": "[a-z]*"\|"runtime_ms": [0-9.]*' $OUT/smoke/results.jsonl
+  if [ "$(grep -c '"verdict": "ok"' $OUT/smoke/results.jsonl 2>/dev/null)" != 2 ]; then echo "smoke not ok: stopping"; date -u; exit 3; fi
+  echo "== corpus + isolation ($SECONDS s in)"; timeout $(left 400) python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/gym \
+    --parts corpus,isolation 2>&1 | cut -c1-2500
+  echo "== attacks ($SECONDS s in)"; timeout $(left) python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | tail -40
+  ;;
 smoke)
   echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
   echo "== one candidate"; timeout 200 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \

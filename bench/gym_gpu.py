@@ -57,7 +57,8 @@ def part_fidelity(kb: Path, out: Path) -> dict:
     import torch
     import triton
 
-    from drk.gym import EvalOptions, EvalRequest, LocalPool, harness
+    from drk.gym import EvalOptions, EvalRequest, LocalPool
+    from drk.gym.common import harness
 
     rows = []
     opts = EvalOptions(device=DEVICE, compile_baseline=False)
