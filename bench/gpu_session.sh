@@ -47,7 +47,7 @@ gym)
   echo "== attacks"; timeout 220 python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | tail -40
   ;;
 timing)
-  timeout 560 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing 2>&1 | tail -70
+  timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 2>&1 | tail -70
   ;;
 serve)
   echo "== kernelgym sequence"; DRK_TEST_DEVICE=cuda timeout 250 python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -8

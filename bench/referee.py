@@ -1,10 +1,11 @@
 """An independent timing referee: imports nothing from drk (a benchmark helper, not a test).
 
-    python3 bench/referee.py TASK.py SOLUTION.py   ->  one JSON line {reference_ms, candidate_ms}
+    python3 bench/referee.py TASK.py SOLUTION.py [--compile]
+        ->  one JSON line {reference_ms, candidate_ms[, compiled_reference_ms]}
 
 Builds the task's `Model` and the solution's `ModelNew` with the same seed and inputs on the GPU, and
 times each with `triton.testing.do_bench` (median; it flushes the L2 between calls), under no_grad in
-train mode, as drk's protocol does.
+train mode, as drk's protocol does. With --compile it also times `torch.compile(Model)` (default options).
 """
 import importlib.util
 import json
@@ -37,7 +38,12 @@ def main() -> None:
     with torch.no_grad():
         for name, m in (("reference_ms", ref), ("candidate_ms", cand)):
             m.train(True)
-            out[name] = triton.testing.do_bench(lambda: m(*inputs), warmup=25, rep=200, return_mode="median")
+            out[name] = triton.testing.do_bench(lambda m=m: m(*inputs), warmup=25, rep=200, return_mode="median")
+        if "--compile" in sys.argv[3:]:
+            compiled = torch.compile(ref)
+            compiled(*inputs)  # compile outside the timed region
+            out["compiled_reference_ms"] = triton.testing.do_bench(lambda: compiled(*inputs), warmup=25, rep=200,
+                                                                   return_mode="median")
     print(json.dumps(out))
 
 

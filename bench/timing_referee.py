@@ -30,6 +30,8 @@ SHORT_ALL = ["19_ReLU", "20_LeakyReLU", "21_Sigmoid", "22_Tanh", "25_Swish", "26
          "29_Softplus", "30_Softsign", "32_HardTanh", "88_MinGPTNewGelu", "23_Softmax"]
 SHORT_SCALES = {0.1: SHORT_ALL, 0.05: ["19_ReLU", "23_Softmax", "26_GELU_", "30_Softsign"]}
 REPEAT = ["19_ReLU", "23_Softmax", "36_RMSNorm_", "1_Square_matrix_multiplication_"]
+# pairs whose torch.compile reference is also timed on both sides (compiling costs tens of seconds each)
+COMPILE = {"level2/12_Gemm_Multiply_LeakyReLU", "level1/19_ReLU", "short/19_ReLU@0.1"}
 
 
 def pairs(kb: Path, quick: bool) -> list[dict]:
@@ -49,9 +51,9 @@ def pairs(kb: Path, quick: bool) -> list[dict]:
     return out[:3] if quick else out
 
 
-def referee(task: Path, solution: Path) -> dict:
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "referee.py"), str(task), str(solution)],
-                       capture_output=True, text=True, timeout=300)
+def referee(task: Path, solution: Path, compile_ref: bool = False) -> dict:
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "referee.py"), str(task), str(solution)]
+                       + (["--compile"] if compile_ref else []), capture_output=True, text=True, timeout=300, check=False)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -64,33 +66,59 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="3 pairs, to dry-run the script")
+    ap.add_argument("--budget-s", type=float, default=540,
+                    help="stop starting new pairs when the rest of this budget is what the repeats need")
     a = ap.parse_args()
+    start = time.time()
     a.out.mkdir(parents=True, exist_ok=True)
     from drk.gym import EvalOptions, EvalRequest, LocalPool
     from drk.tasks import task_from_file
 
     opts = EvalOptions(device=DEVICE, compile_baseline=False, scale=1.0)
-    rows = []
+    rows, repeat = [], {}
+    all_pairs = pairs(a.kernelbench, a.quick)
+    # what the repeats need, from the first pairs' seconds (written out after every row, so a run cut short
+    # by its caller keeps what it measured)
+    repeat_evals = (1 if a.quick else len(REPEAT)) * a.repeat
+
+    def dump(summary=None):
+        (a.out / "timing_referee.json").write_text(json.dumps({"rows": rows, "repeat": repeat, "summary": summary,
+                                                               "pairs_planned": len(all_pairs)}, indent=1))
+
     with LocalPool(device=DEVICE, workers=1, cache_dir=str(a.out / "cache")) as pool:
-        for p in pairs(a.kernelbench, a.quick):
+        for p in all_pairs:
+            plain = [r["drk_seconds"] for r in rows if "drk_compile_ms" not in r]
+            per_eval = statistics.median(plain) if plain else 10.0
+            if time.time() - start + repeat_evals * per_eval > a.budget_s:
+                print(f"budget: {len(all_pairs) - len(rows)} pairs not run", flush=True)
+                break
             t0 = time.time()
-            r = pool.evaluate(EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), opts,
+            comp = p["name"] in COMPILE
+            popts = EvalOptions(device=DEVICE, compile_baseline=True, scale=1.0) if comp else opts
+            r = pool.evaluate(EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), popts,
                                           solution=p["name"]))
-            ref = referee(p["task"], p["solution"])
+            drk_s = time.time() - t0
+            ref = referee(p["task"], p["solution"], comp)
             row = {"kernel": p["name"], "verdict": r.verdict, "drk_ms": r.runtime_ms, "drk_ref_ms": r.ref_eager_ms,
                    "drk_speedup": r.speedup, "referee_ms": ref.get("candidate_ms"),
                    "referee_ref_ms": ref.get("reference_ms"), "referee_error": ref.get("error"),
-                   "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1)}
+                   "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1),
+                   "drk_seconds": round(drk_s, 1)}
+            if comp:
+                row.update(drk_compile_ms=r.ref_compile_ms, referee_compile_ms=ref.get("compiled_reference_ms"))
+                if r.ref_compile_ms and row["referee_compile_ms"]:
+                    row["compile_ref_time_ratio"] = r.ref_compile_ms / row["referee_compile_ms"]
             if row["referee_ms"] and row["referee_ref_ms"] and r.runtime_ms:
                 row["referee_speedup"] = row["referee_ref_ms"] / row["referee_ms"]
                 row["time_ratio"] = r.runtime_ms / row["referee_ms"]
                 row["ref_time_ratio"] = (r.ref_eager_ms or 0) / row["referee_ref_ms"]
                 row["speedup_ratio"] = (r.speedup or 0) / row["referee_speedup"]
             rows.append(row)
+            dump()
             print(f"{p['name']:44s} {r.verdict:10s} drk {r.runtime_ms or 0:9.4f} ms  referee "
                   f"{row['referee_ms'] or 0:9.4f} ms  speedup drk {r.speedup or 0:6.2f} referee "
-                  f"{row.get('referee_speedup') or 0:6.2f}  ratio {row.get('speedup_ratio') or 0:5.3f}", flush=True)
-        repeat = {}
+                  f"{row.get('referee_speedup') or 0:6.2f}  ratio {row.get('speedup_ratio') or 0:5.3f}"
+                  + (f"  compile-ref ratio {row.get('compile_ref_time_ratio') or 0:5.3f}" if comp else ""), flush=True)
         for stem in REPEAT[: (1 if a.quick else None)]:
             task = task_from_file(a.kernelbench / "level1" / f"{stem}.py")
             src = (ROOT / "data" / "solutions" / "level1" / f"{stem}.py").read_text()
@@ -99,14 +127,18 @@ def main() -> None:
             ms = [m for m in ms if m]
             repeat[stem] = {"runtime_ms": ms, "cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
             print(f"repeat {stem}: cv {repeat[stem]['cv']}", flush=True)
+            dump()
     within = [r for r in rows if r.get("time_ratio") is not None]
     summary = {"pairs": len(rows), "compared": len(within),
                "candidate_within_5pct": sum(abs(r["time_ratio"] - 1) <= 0.05 for r in within),
                "reference_within_5pct": sum(abs(r["ref_time_ratio"] - 1) <= 0.05 for r in within),
                "speedup_within_5pct": sum(abs(r["speedup_ratio"] - 1) <= 0.05 for r in within),
-               "short_under_0.2ms": sum(1 for r in within if (r["referee_ms"] or 1) < 0.2)}
-    (a.out / "timing_referee.json").write_text(json.dumps({"rows": rows, "repeat": repeat, "summary": summary},
-                                                          indent=1))
+               "short_under_0.2ms": sum(1 for r in within if (r["referee_ms"] or 1) < 0.2),
+               "compile_ref_within_5pct": sum(abs(r["compile_ref_time_ratio"] - 1) <= 0.05
+                                              for r in rows if r.get("compile_ref_time_ratio") is not None),
+               "compile_ref_compared": sum(1 for r in rows if r.get("compile_ref_time_ratio") is not None),
+               "max_repeat_cv": max((v["cv"] for v in repeat.values() if v["cv"] is not None), default=None)}
+    dump(summary)
     print(json.dumps(summary))
 
 
