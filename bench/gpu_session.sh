@@ -7,6 +7,8 @@
 #   first    smoke, then (only if its candidates were judged ok) gym, each step capped by what is left of 570 s
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
 #   timing   timing against an independent do_bench referee, shipped solutions and short kernels; repeatability
+#   learn    issue 16 part 3, one seed per call (SEED=0|1): collect -> sft ("base", 102M) -> held-out eval ->
+#            rl -> held-out eval with recipes/gpu-learn, then bench/learning_gpu_report.py; run folder $OUT/learn-s$SEED
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
 # never committed) and .dev/deb (bubblewrap's .deb: the image has no bwrap). Everything lands under $OUT.
@@ -48,6 +50,17 @@ gym)
   ;;
 timing)
   timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 2>&1 | tail -70
+  ;;
+learn)
+  SEED=${SEED:-0}; R=$OUT/learn-s$SEED; D="python3 -m drk"
+  HO="--tasks data/synth/held_out.jsonl --samples 2 --turns 1 --temperature 0.8 --max-tokens 700 --device cuda --workers 8"
+  echo "== collect ($SECONDS s)"; timeout $(left 150) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
+  echo "== sft ($SECONDS s)"; timeout $(left 300) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
+  echo "== held-out before RL ($SECONDS s)"; timeout $(left 360) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
+  echo "== rl ($SECONDS s)"; timeout $(left 520) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED 2>&1 | tail -6
+  echo "== held-out after RL ($SECONDS s)"; timeout $(left) $D eval --model $R/rl/final $HO --out $R/heldout-rl 2>&1 | tail -6
+  python3 bench/learning_gpu_report.py $R --out $OUT/learning-gpu-s$SEED
+  find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null  # weights do not come back
   ;;
 serve)
   echo "== kernelgym sequence"; DRK_TEST_DEVICE=cuda timeout 250 python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -8
