@@ -196,3 +196,31 @@ def test_seccomp_filter_refuses_namespaces_and_mounts_but_not_threads_or_forks()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert r.returncode == 0 and "filtered" in r.stdout, r.stderr[-2000:]
+
+
+def _frame_in(path: str, body: str = "frame = sys._getframe()"):
+    """A real frame whose code claims to live at `path` (how the audit hook sees a library's frame)."""
+    scope: dict = {"sys": sys}
+    exec(compile(body, path, "exec"), scope)
+    return scope["frame"]
+
+
+def test_triton_compiling_its_launcher_is_allowed_where_site_packages_lie_under_the_stdlib(tmp_path):
+    """A correct kernel must not be rejected because of how Python is installed: in a Python built from
+    source (the H200's image), site-packages is /usr/local/lib/python3.12/site-packages, inside the stdlib
+    folder, and the hook skipped Triton's own frames as if they were the stdlib, so Triton's C compiler call
+    for its launcher stub was refused and every GPU candidate was `forbidden`."""
+    from drk.gym.sandbox.audit import Policy
+
+    import triton  # noqa: F401  (the policy finds Triton's folder from sys.modules)
+
+    pol = Policy(str(tmp_path), str(tmp_path / "cache"), [])
+    triton_dir = pol.triton_dirs[0]
+    pol.stdlib_dir = str(Path(triton_dir).parent.parent) + os.sep  # site-packages' parent, as on that image
+    assert pol._from_library(_frame_in(triton_dir + "runtime/build.py"), pol.triton_dirs)
+    # ...while code outside Triton calling through the stdlib is still not Triton's
+    outer = _frame_in(str(tmp_path / "solution.py"), "def call():\n    return sys._getframe()\nframe = call()")
+    assert not pol._from_library(outer, pol.triton_dirs)
+    stdlib_like = _frame_in(pol.stdlib_dir + "subprocess.py",
+                            "def call(f):\n    return sys._getframe()\nframe = call(None)")
+    assert stdlib_like.f_back is not None and not pol._from_library(stdlib_like, pol.triton_dirs)

@@ -85,12 +85,18 @@ class Policy:
     def _from_library(self, frame, dirs: tuple[str, ...] | None = None) -> bool:
         """True when the innermost non-stdlib Python frame doing the action is torch's or Triton's own code
         (Triton imports modules and patches its language classes lazily, at launch time)."""
-        while frame is not None and (frame.f_code.co_filename == __file__
-                                     or frame.f_code.co_filename.startswith(self.stdlib_dir)
-                                     or frame.f_code.co_filename.startswith("<frozen")):
+        while frame is not None and (frame.f_code.co_filename == __file__ or self._stdlib(frame.f_code.co_filename)):
             frame = frame.f_back
         allowed = self.library_dirs if dirs is None else dirs  # an empty set allows nothing, never falls back
         return frame is not None and frame.f_code.co_filename.startswith(allowed)
+
+    def _stdlib(self, filename: str) -> bool:
+        """The standard library's own code. Installed packages are not, even where site-packages lies inside
+        the stdlib folder (a Python built from source: /usr/local/lib/python3.12/site-packages)."""
+        if filename.startswith("<frozen"):
+            return True
+        return filename.startswith(self.stdlib_dir) and not any(
+            f"{os.sep}{d}{os.sep}" in filename[len(self.stdlib_dir) - 1:] for d in ("site-packages", "dist-packages"))
 
     @staticmethod
     def _under(path: str, roots: list[str]) -> bool:
@@ -123,8 +129,10 @@ class Policy:
         if path is None:
             self._deny("starting a process")
         p = os.path.realpath(os.fsdecode(path))
-        if p not in self.allowed_exes or not self._from_library(sys._getframe(1), self.triton_dirs):
+        if p not in self.allowed_exes:
             self._deny(f"starting process {os.path.basename(p)}")
+        if not self._from_library(sys._getframe(1), self.triton_dirs):
+            self._deny(f"starting process {os.path.basename(p)} from outside Triton's own code")
 
     def __call__(self, event: str, args: tuple) -> None:
         if not self.armed:
