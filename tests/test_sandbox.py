@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -224,3 +225,39 @@ def test_triton_compiling_its_launcher_is_allowed_where_site_packages_lie_under_
     stdlib_like = _frame_in(pol.stdlib_dir + "subprocess.py",
                             "def call(f):\n    return sys._getframe()\nframe = call(None)")
     assert stdlib_like.f_back is not None and not pol._from_library(stdlib_like, pol.triton_dirs)
+
+
+def _call_from(path: str, code: str, scope: dict) -> None:
+    exec(compile(code, path, "exec"), scope)
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc on PATH")
+def test_triton_may_run_its_compiler_named_by_a_bare_cc_variable(tmp_path, monkeypatch):
+    """A correct kernel must not be rejected because the host sets CC=gcc (the H200's image does): Triton
+    then runs `gcc` by bare name, which the hook resolved against the work folder and refused, so every GPU
+    candidate was `forbidden`. The name resolves on the PATH the process will really search."""
+    from drk.gym.sandbox.audit import Policy, allowed_compilers
+
+    import triton  # noqa: F401
+
+    monkeypatch.setenv("CC", "gcc")
+    pol = Policy(str(tmp_path), str(tmp_path / "cache"), allowed_compilers())
+    build = pol.triton_dirs[0] + "runtime/build.py"
+    _call_from(build, "pol.check_exec(['gcc', '-v'], search_path=True)", {"pol": pol})  # no PermissionError
+    # the same bare name with a PATH that finds a planted `gcc` first is not Triton's compiler
+    fake = tmp_path / "bin" / "gcc"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    with pytest.raises(PermissionError, match="gcc"):
+        _call_from(build, "pol.check_exec(['gcc', '-v'], {'PATH': bindir}, search_path=True)",
+                   {"pol": pol, "bindir": str(fake.parent)})
+    with pytest.raises(PermissionError, match="gcc"):
+        _call_from(build, "pol.check_exec(['gcc', '-v'], {b'PATH': bindir.encode()}, search_path=True)",
+                   {"pol": pol, "bindir": str(fake.parent)})
+    # os.exec*/posix_spawn events name the file executed: a bare `gcc` there is one in the working folder
+    with pytest.raises(PermissionError, match="gcc"):
+        _call_from(build, "pol.check_exec('gcc')", {"pol": pol})
+    # and the real compiler started from candidate code is still refused
+    with pytest.raises(PermissionError, match="outside Triton"):
+        _call_from(str(tmp_path / "solution.py"), "pol.check_exec(['gcc', '-v'], search_path=True)", {"pol": pol})

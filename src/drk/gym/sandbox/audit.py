@@ -123,12 +123,17 @@ class Policy:
         if not writing and not self._under(p, self.read_roots):
             self._deny(f"reading {p}")
 
-    def check_exec(self, exe) -> None:
-        """Only Triton's own compiler calls may start a process, and only the exact binaries it uses."""
+    def check_exec(self, exe, env=None, search_path: bool = False) -> None:
+        """Only Triton's own compiler calls may start a process, and only the exact binaries it uses. With
+        `search_path` (subprocess, which searches PATH) a bare name (CC=gcc) is resolved as the exec will
+        resolve it, on the PATH of `env` when one is given; otherwise (os.exec*, whose events carry the path
+        actually executed, and posix_spawn, whose p-variant cannot be told apart) a bare name is a file in the
+        working folder, never a compiler."""
         path = exe[0] if isinstance(exe, (list, tuple)) and exe else exe
         if path is None:
             self._deny("starting a process")
-        p = os.path.realpath(os.fsdecode(path))
+        p = os.fsdecode(path)
+        p = os.path.realpath(_on_exec_path(p, env) if search_path and not os.path.dirname(p) else p)
         if p not in self.allowed_exes:
             self._deny(f"starting process {os.path.basename(p)}")
         if not self._from_library(sys._getframe(1), self.triton_dirs):
@@ -139,9 +144,10 @@ class Policy:
             return
         if event == "open":
             self.check_open(*args[:3])
-        elif event == "subprocess.Popen":
-            self.check_exec(args[0] if args[0] is not None else args[1])
-        elif event in ("os.posix_spawn", "os.exec"):
+        elif event == "subprocess.Popen":  # (executable, args, cwd, env)
+            self.check_exec(args[0] if args[0] is not None else args[1], args[3] if len(args) > 3 else None,
+                            search_path=True)
+        elif event in ("os.posix_spawn", "os.exec"):  # (path, argv, env)
             self.check_exec(args[0])
         elif event in ("os.system", "os.fork", "os.forkpty", "os.spawn", "pty.spawn", "os.startfile"):
             self._deny("starting a process")
@@ -164,11 +170,26 @@ class Policy:
             self._deny(event)
 
 
+def _on_exec_path(name: str, env=None) -> str:
+    """Where exec finds a bare `name`: the first executable file on `env`'s PATH (the process's when `env` is
+    None), as subprocess and os.exec*p search; a name found nowhere comes back unchanged (and is refused)."""
+    if env is not None:  # str or bytes keys, as subprocess accepts
+        env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+    for d in os.get_exec_path(env):
+        cand = os.path.join(d, name)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return name
+
+
 def allowed_compilers() -> list[str]:
-    """Binaries Triton runs itself: ptxas (and ptxas-blackwell) and the C compiler for launcher stubs."""
+    """Binaries Triton runs itself: ptxas (and ptxas-blackwell) and the C compiler for launcher stubs (CC,
+    which may be a bare name, else gcc or clang as Triton picks them)."""
     import shutil
 
-    exes = [os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or "", shutil.which("clang") or "",
+    cc = os.environ.get("CC")
+    cc = (_on_exec_path(cc) if cc and not os.path.dirname(cc) else cc) or shutil.which("gcc") or ""
+    exes = [cc, shutil.which("clang") or "",
             "/sbin/ldconfig", shutil.which("ldconfig") or ""]
     try:
         from triton import knobs
