@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from drk.config import ConfigError
+from drk.engines.base import one_line
+from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to,
+                         check_tasks, load_engine, load_tasks, load_training_tasks, open_gym)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -61,17 +65,8 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
 KB_HELP = "KernelBench problems folder (or set DRK_KERNELBENCH); without it, the Hugging Face dataset is used."
 
 
-class UserError(Exception):
-    """A problem the user can fix: printed as one line, exit status 2."""
-
-
-def _one_line(msg: str, limit: int = 400) -> str:
-    flat = " ".join(str(msg).split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
-
-
 def fail(msg: str, code: int = EXIT_USER) -> None:
-    typer.secho(f"drk: error: {_one_line(msg)}", fg="red", err=True)
+    typer.secho(f"drk: error: {one_line(msg, 400)}", fg="red", err=True)
     raise typer.Exit(code)
 
 
@@ -83,7 +78,6 @@ def user_errors(fn):
     @functools.wraps(fn)
     def wrapper(*a, **k):
         from drk.agent.episode import InfraError
-        from drk.config import ConfigError
         from drk.engines.base import EngineError
         from drk.records import RunDirError
         from drk.tasks import TaskError
@@ -91,7 +85,7 @@ def user_errors(fn):
 
         try:
             return fn(*a, **k)
-        except (UserError, TaskError, ScalingError, ConfigError, RunDirError, EngineError, FileNotFoundError) as e:
+        except (TaskError, ScalingError, ConfigError, RunDirError, EngineError, FileNotFoundError) as e:
             fail(str(e))
         except InfraError as e:
             left = f"; {e.unfinished} item(s) not finished" if e.unfinished else ""
@@ -106,68 +100,6 @@ def user_errors(fn):
             raise typer.Exit(EXIT_INTERRUPTED)
 
     return wrapper
-
-
-# ------------------------------------------------------------------------------------------------ checks
-_DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
-
-
-def check_device(device: str, option: str = "--device") -> None:
-    """Refuse devices drk does not know (e.g. `gpu`, which would otherwise mean nothing) and CUDA on a machine
-    without a GPU, before anything starts."""
-    if not _DEVICE.match(device or ""):
-        raise UserError(f"unknown device {device!r} for {option}: use auto, cpu, cuda or cuda:N")
-    if device.startswith("cuda"):
-        import torch
-
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n == 0:
-            raise UserError(f"{option} {device}: no CUDA GPU is visible on this machine; use {option} cpu "
-                            "(Triton's interpreter, scaled-down shapes) or auto")
-        if ":" in device and int(device.split(":")[1]) >= n:
-            raise UserError(f"{option} {device}: only {n} CUDA device(s) visible")
-
-
-def check_out(out: Optional[Path]) -> None:
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is an existing file; give a directory (it will be created)")
-
-
-def check_tasks(tasks: list) -> None:
-    """A task that cannot even be parsed, or lacks Model/get_inputs/get_init_inputs, is the task's fault:
-    refuse it by name here instead of letting every candidate fail against it (and be blamed for it)."""
-    import ast
-
-    for t in tasks:
-        where = t.origin or t.id
-        try:
-            tree = ast.parse(t.source, filename=where)
-        except SyntaxError as e:
-            raise UserError(f"task {t.id} is broken ({where}, line {e.lineno}: {e.msg}); fix the task file "
-                            "(no candidate was evaluated)") from None
-        names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-        names |= {tg.id for n in tree.body if isinstance(n, ast.Assign) for tg in n.targets
-                  if isinstance(tg, ast.Name)}
-        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
-        if missing:
-            raise UserError(f"task {t.id} is broken ({where}): it does not define {', '.join(missing)}; fix the "
-                            "task file (no candidate was evaluated)")
-
-
-def load_tasks(task_file: Optional[Path], level: Optional[str], problems: Optional[str],
-               kernelbench: Optional[Path], tasks_path: Optional[Path], limit: Optional[int] = None) -> list:
-    from drk.tasks import load_kernelbench, task_from_file
-    from drk.tasks.queries import load_queries
-
-    if task_file is not None:
-        tasks = [task_from_file(task_file)]
-    elif tasks_path is not None:
-        tasks = load_queries(str(tasks_path), problems=problems)
-    else:
-        tasks = load_kernelbench(level or "1", problems, kernelbench)
-    tasks = tasks[:limit] if limit else tasks
-    check_tasks(tasks)
-    return tasks
 
 
 def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], **protocol):
@@ -251,35 +183,6 @@ def overwrite_option():
 
 GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serve), ray or ray://HOST:PORT."
 CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
-
-
-class open_gym:
-    """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end. A backend that
-    cannot start is an infrastructure failure (exit 3), not the candidates'."""
-
-    def __init__(self, spec: str, device: str, workers: Optional[int], cache: Optional[Path] = None) -> None:
-        self.args = (spec, device, workers, str(cache) if cache else None)
-
-    def __enter__(self):
-        from drk.agent.episode import InfraError
-        from drk.gym.transport.backends import GymUnavailable, make_gym
-        from drk.gym.transport.pool import SandboxError
-
-        spec, device, workers, cache = self.args
-        try:
-            self.gym = make_gym(spec, device=device, workers=workers, cache_path=cache)
-        except SandboxError as e:
-            raise UserError(str(e)) from None
-        except GymUnavailable as e:
-            if not spec.startswith(("http://", "https://", "ray")):
-                raise UserError(str(e)) from None
-            raise InfraError(f"evaluator {spec}", str(e)) from None
-        except (RuntimeError, OSError) as e:
-            raise InfraError(f"evaluator {spec}", f"could not start ({_one_line(str(e), 200)})") from None
-        return self.gym
-
-    def __exit__(self, *exc) -> None:
-        self.gym.close()
 
 
 # --------------------------------------------------------------------------------------------- progress
@@ -412,22 +315,22 @@ def eval_cmd(
                         timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64, seed=seed)
     if task_file is not None:
         if solution is None:
-            raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
+            raise ConfigError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
         return _eval_pair(task_file, solution, opts, workers, as_json, out, gym, eval_cache)
     if solutions is None and model is not None:
-        tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
-        engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
+        tasks = load_tasks(TaskSelection(None, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit))
+        engine = load_engine(EngineOptions(model, base_url, api_key_env, concurrency, max_retries), device)
         cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
         return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite, wave)
     if solutions is None:
-        raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
+        raise ConfigError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
     from drk.records import write_json
     from drk.solutions import find_candidates
 
-    tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
+    tasks = load_tasks(TaskSelection(None, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit))
     cands = find_candidates(tasks, solutions)
     if not cands:
-        raise UserError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) (file names: "
+        raise ConfigError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) (file names: "
                         "19_ReLU.py, level1/19_ReLU.py or level_1_problem_19_sample_0_kernel.py)")
     results, new = _run_with_progress(cands, opts, workers, out, gym, eval_cache, overwrite)
     if new == 0 and out is not None and (out / "summary.json").exists():
@@ -459,7 +362,7 @@ def _run_with_progress(cands, opts, workers, out, gym="local", cache=None, overw
     from drk.solutions import evaluate_candidates
 
     counts = {"new": 0}
-    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
+    with open_gym(GymOptions(gym, workers, cache), opts.device) as pool, StageProgress("eval") as prog:
         def tick(r):
             counts["new"] += 1
             prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}")
@@ -482,8 +385,8 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
     try:
         source = solution.read_text()
     except OSError as e:
-        raise UserError(f"cannot read solution {solution}: {e}") from None
-    with open_gym(gym, opts.device, 1, cache) as pool:
+        raise ConfigError(f"cannot read solution {solution}: {e}") from None
+    with open_gym(GymOptions(gym, 1, cache), opts.device) as pool:
         opts.device = pool.device
         res = pool.evaluate(EvalRequest(task, source, opts, solution=str(solution))).to_dict()
     if out is not None:
@@ -495,61 +398,6 @@ def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, ou
         typer.echo(feedback_text(res))
     _raise_for_infra_results([res], gym)
     raise typer.Exit(0 if res["verdict"] == "ok" else 1)
-
-
-def _looks_like_path(model: str) -> bool:
-    """A --model that can only mean a local path: starts with ./ ../ / ~, ends with /, has more than one /,
-    or its first component is an existing local folder (runs/sft). Anything else may be a hub id (org/name)."""
-    if model.startswith((".", "/", "~")) or model.endswith("/") or model.count("/") > 1 or "\\" in model:
-        return True
-    return "/" in model and Path(model.split("/", 1)[0]).is_dir()
-
-
-def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
-                     device: str = "auto", max_retries: int = 5, kind: str = "auto",
-                     engine_opts: Optional[list[str]] = None):
-    import os
-
-    from drk.engines import KINDS, EngineError, EngineSpec, make_engine
-
-    if kind not in KINDS:
-        raise UserError(f"unknown --engine {kind!r}: use one of {', '.join(KINDS)}")
-    opts = _engine_opts(engine_opts)
-    if kind == "template":  # the built-in teacher of the synthetic tasks: no model to find
-        try:
-            return make_engine(EngineSpec(model=model or "template", kind="template", extra=opts))
-        except EngineError as e:
-            raise UserError(str(e)) from None
-    if opts:
-        raise UserError("--engine-opt is for --engine template only (endpoint and model options have their own flags)")
-    if not model:
-        raise UserError("give --model (a local path / HF id, or the model name served at --base-url)")
-    if base_url is None and not Path(model).expanduser().exists():
-        if _looks_like_path(model):  # never send a mistyped local path to the hub (slow retries, odd errors)
-            raise UserError(f"model not found: {model} is not an existing local directory (an HF id looks like "
-                            "org/name; a served model needs --base-url)")
-        if model.count("/") != 1:
-            raise UserError(f"model not found: {model} (a local directory, an HF id like org/name, or use --base-url)")
-    # DRK_BACKOFF_BASE_S: the first retry's mean delay (tests shorten it; the default suits real endpoints)
-    extra = {"backoff_base_s": float(os.environ["DRK_BACKOFF_BASE_S"])} if os.environ.get("DRK_BACKOFF_BASE_S") else {}
-    spec = EngineSpec(model=model, base_url=base_url, api_key_env=api_key_env, max_concurrency=concurrency,
-                      device="cuda" if device.startswith("cuda") else device, max_retries=max_retries, extra=extra)
-    try:
-        return make_engine(spec)
-    except EngineError as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # a local model that cannot be read
-        raise UserError(f"cannot load model {model}: {str(e).splitlines()[0]}") from None
-
-
-def _engine_opts(items: Optional[list[str]]) -> dict:
-    """`["wrong=0.5", "fix=0.8"]` -> {"wrong": 0.5, "fix": 0.8} (values read as YAML)."""
-    from drk.config import ConfigError, parse_sets
-
-    try:
-        return parse_sets(list(items or []), nested=False)
-    except ConfigError as e:
-        raise UserError(str(e).replace("--set", "--engine-opt")) from None
 
 
 def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
@@ -576,7 +424,7 @@ def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym
 
     out = out or Path("runs") / "eval-model"
     check_out(out)
-    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
+    with open_gym(GymOptions(gym, workers, cache), opts.device) as pool, StageProgress("eval") as prog:
         opts.device = pool.device
         summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name,
                                  overwrite=overwrite, wave=wave, on_start=prog.start,
@@ -641,12 +489,13 @@ def collect_cmd(
 
     check_device(device)
     check_out(out)
-    tasks = _training_tasks(queries, level, problems, kernelbench, limit)
-    engine_model = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries, engine, engine_opt)
+    tasks = load_training_tasks(TaskSelection(None, queries, level, problems, kernelbench, limit))
+    engine_model = load_engine(EngineOptions(model, base_url, api_key_env, concurrency, max_retries, engine,
+                                             list(engine_opt or [])), device)
     teacher = "template" + "".join(f" {o}" for o in engine_opt or []) if engine == "template" else model or ""
     opts = eval_options(device, timeout, input_budget_mb, seed=seed)
     cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-    with open_gym(gym, device, workers, eval_cache) as pool, StageProgress("collect") as prog:
+    with open_gym(GymOptions(gym, workers, eval_cache), device) as pool, StageProgress("collect") as prog:
         opts.device = pool.device
         stats = collect(tasks, engine_model, pool, cfg, out, samples=samples, teacher=teacher, wave=wave,
                         overwrite=overwrite, on_start=prog.start,
@@ -657,19 +506,6 @@ def collect_cmd(
         return
     typer.echo(f"wrote {stats['written']} episodes ({stats['correct']} with a correct turn), skipped "
                f"{stats['skipped']} already in {out}/trajectories.jsonl")
-
-
-def _training_tasks(queries, level, problems, kernelbench, limit=None) -> list:
-    from drk.tasks import load_kernelbench
-    from drk.tasks.queries import load_queries, warn_if_benchmark
-
-    if queries is None and level is None:
-        raise UserError("give --queries (a query set) or --level (KernelBench)")
-    tasks = load_queries(queries, problems) if queries else load_kernelbench(level, problems, kernelbench)
-    tasks = tasks[:limit] if limit else tasks
-    check_tasks(tasks)
-    warn_if_benchmark(tasks, queries or "kernelbench")
-    return tasks
 
 
 @app.command("infer")
@@ -715,12 +551,12 @@ def infer_cmd(
     from drk.tasks import task_from_file
 
     if select not in ("topw", "window"):
-        raise UserError("--select must be topw or window")
+        raise ConfigError("--select must be topw or window")
     check_device(device)
     check_out(out)
     task = task_from_file(task_file)
     check_tasks([task])
-    engine = make_engine_from(model, base_url, api_key_env, 4, device, max_retries)
+    engine = load_engine(EngineOptions(model, base_url, api_key_env, 4, max_retries), device)
     opts = eval_options(device, timeout, input_budget_mb, seed=seed)
     cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts, seed)
     scfg = STTSConfig(iterations, turns, 1, keep, select)
@@ -737,7 +573,7 @@ def infer_cmd(
                       "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
         typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
 
-    with open_gym(gym, device, 1) as pool:
+    with open_gym(GymOptions(gym, 1), device) as pool:
         opts.device = pool.device
         ep, summary = run_infer(task, engine, pool, cfg, scfg, out, on_turn=row, overwrite=overwrite)
     if summary.get("already_finished"):
@@ -748,21 +584,6 @@ def infer_cmd(
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
         raise typer.Exit(1)
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
-
-
-REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
-
-
-def check_report_to(report_to: Optional[str]) -> None:
-    """An unknown tracker, or one whose package is missing, is refused before training starts."""
-    if report_to is None or report_to == "none":
-        return
-    if report_to not in REPORT_TO:
-        raise UserError(f"unknown --report-to {report_to!r}: use one of {', '.join(REPORT_TO)}")
-    import importlib.util
-
-    if importlib.util.find_spec(report_to) is None:
-        raise UserError(f"--report-to {report_to} needs the {report_to} package: pip install {report_to}")
 
 
 def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
@@ -882,7 +703,7 @@ def rl_cmd(
     if resume is not None:
         saved = resume / "rl_config.json"
         if not saved.exists():
-            raise UserError(f"nothing to resume: {saved} not found")
+            raise ConfigError(f"nothing to resume: {saved} not found")
         cfg = build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides))
     else:
         cfg = load_config(RLConfig, config, overrides)
@@ -938,7 +759,7 @@ def tasks_synth(
     try:
         m = write_tasks(out, seed=seed, per_composition=per_composition, overwrite=overwrite)
     except SynthError as e:
-        raise UserError(str(e)) from None
+        raise ConfigError(str(e)) from None
     typer.echo(f"wrote {m['held_in']['tasks']} held-in tasks ({len(m['held_in']['compositions'])} compositions) "
                f"and {m['held_out']['tasks']} held-out tasks ({len(m['held_out']['compositions'])} compositions) "
                f"to {out}/held_in, {out}/held_out")
@@ -1010,23 +831,23 @@ def gym_serve(
     try:
         from drk.gym.transport.server import serve
     except ImportError:
-        raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
+        raise ConfigError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
     try:
         nets = parse_allow(allow)
     except ValueError as e:
-        raise UserError(str(e)) from None
+        raise ConfigError(str(e)) from None
     token = os.environ.get(token_env) if token_env else None
     if token_env and not token:
-        raise UserError(f"--token-env {token_env}: that environment variable is not set or empty")
+        raise ConfigError(f"--token-env {token_env}: that environment variable is not set or empty")
     problem = bind_problem(host, nets, token)
     if problem:  # before any worker starts: nothing is exposed
-        raise UserError(problem)
+        raise ConfigError(problem)
     limits = Limits(max_timeout_s=max_timeout, max_trials=max_trials, max_timing_trials=max_timing_trials,
                     max_input_mb=max_input_mb, max_source_chars=max_source_kb * 1024,
                     max_body_bytes=int(max_body_mb * 2**20), max_inflight_per_client=max_inflight_per_client,
                     max_queue=max_queue)
     defaults = eval_options(device, min(timeout, max_timeout), input_budget_mb)
-    with open_gym(backend, device, workers, eval_cache) as gym:
+    with open_gym(GymOptions(backend, workers, eval_cache), device) as gym:
         defaults.device = gym.device
         typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",
                    err=True)

@@ -46,6 +46,7 @@ import torch
 
 from drk.config import ConfigError
 from drk.engines.base import TimedEngine
+from drk.loading import TaskSelection, load_policy, load_training_tasks
 from drk.records import JsonlWriter, write_json
 from drk.train import algos, selection
 from drk.train.algos import AlgoConfig
@@ -134,16 +135,10 @@ class QuerySampler:
 
 # ---------------------------------------------------------------------------------------------- setup
 def build_policy(cfg: RLConfig, device: str):
-    from drk.engines.tiny import SIZES, build_tiny_model
-    from drk.train.sft import load_model_and_tokenizer
-
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(cfg.dtype)
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if cfg.model in SIZES:
-        model, tok = build_tiny_model(None, size=cfg.model, seed=cfg.seed, dtype=dtype)
-    else:
-        model, tok = load_model_and_tokenizer(cfg.model, Path(cfg.out), dtype=dtype)
+    model, tok = load_policy(cfg.model, dtype=dtype, seed=cfg.seed)
     model = model.to(device=device, dtype=dtype)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -159,15 +154,6 @@ def build_optimizer(model, cfg: RLConfig) -> torch.optim.Optimizer:
     """AdamW over the trained parameters, decay included (the released trainer decays every parameter)."""
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
                              weight_decay=cfg.weight_decay)
-
-
-def load_tasks(cfg: RLConfig):
-    from drk.tasks.queries import load_queries, warn_if_benchmark
-
-    tasks = load_queries(cfg.queries, cfg.problems)
-    tasks = tasks[:cfg.limit] if cfg.limit else tasks
-    warn_if_benchmark(tasks, cfg.queries)
-    return tasks
 
 
 def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
@@ -565,7 +551,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     optimizer = build_optimizer(model, cfg)
     scheduler = get_constant_schedule_with_warmup(optimizer, cfg.warmup_steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    tasks = load_tasks(cfg)
+    tasks = load_training_tasks(TaskSelection(queries=cfg.queries, problems=cfg.problems, limit=cfg.limit))
     world, rank = accelerator.num_processes, accelerator.process_index
     sampler = QuerySampler(len(tasks), cfg.seed)
     start = 0

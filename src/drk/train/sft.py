@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from drk.config import ConfigError
+from drk.loading import load_policy
 from drk.records import claim_run_dir, read_jsonl, write_json
 
 
@@ -106,22 +107,6 @@ def truncate_after_turn(messages: list[dict], turn: int) -> list[dict]:
     return messages
 
 
-def load_model_and_tokenizer(name: str, out: Path, dtype=None):
-    """A model and tokenizer; "tiny" / "small" / "qwen3-0.6b" are built offline with random weights."""
-    from drk.engines.tiny import SIZES, build_tiny_model
-
-    if name in SIZES:
-        return build_tiny_model(out / "base-model", size=name)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype or "auto")
-    except OSError as e:
-        raise ConfigError(f"cannot load model {name}: {str(e).splitlines()[0]}") from None
-    return model, tok
-
-
 def ensure_training_template(tokenizer) -> None:
     """Give ChatML tokenizers without generation markers drk's ChatML training template (TRL patches the
     templates it knows itself)."""
@@ -152,7 +137,7 @@ def build_trainer(cfg: SFTConfig, rows: list[dict] | None = None):
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_conversations(cfg) if rows is None else rows
-    model, tok = load_model_and_tokenizer(cfg.model, out)
+    model, tok = load_policy(cfg.model, save_offline_to=out / "base-model")
     ensure_training_template(tok)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     accum = max(1, cfg.batch_size // max(1, cfg.micro_batch_size * world))
