@@ -21,7 +21,7 @@ import typer
 from drk.config import ConfigError
 from drk.engines.base import one_line
 from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to,
-                         check_tasks, load_engine, load_tasks, load_training_tasks, open_gym)
+                         check_tasks, load_engine, load_training_tasks, open_gym)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -187,7 +187,8 @@ CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 
 # --------------------------------------------------------------------------------------------- progress
 class StageProgress:
-    """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA."""
+    """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA. Shown from
+    `start` on, which the stage calls once it knows the work: a command that stops before shows none."""
 
     def __init__(self, label: str) -> None:
         from rich.progress import (
@@ -204,15 +205,18 @@ class StageProgress:
                              TimeRemainingColumn(), TextColumn("{task.description}"), console=_stderr_console())
         self.bar = None
         self.n = self.ok = 0
+        self.shown = False
 
     def __enter__(self) -> "StageProgress":
-        self.prog.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.prog.__exit__(*exc)
+        if self.shown:
+            self.prog.__exit__(*exc)
 
     def start(self, todo: int, skipped: int) -> None:
+        self.prog.__enter__()
+        self.shown = True
         if skipped:
             self.prog.console.print(f"resuming: {skipped} finished item(s) kept, {todo} to do")
         self.bar = self.prog.add_task("", total=todo, ok="–")
@@ -307,97 +311,47 @@ def eval_cmd(
       drk eval --level 1 --base-url http://localhost:8000/v1 --model drkernel-8b --samples 8 --out runs/v
     An interrupted run resumes when the same command is run again (finished items are not redone).
     """
-    from drk.metrics import summarize_by_group
+    from drk.stages import eval as stage
 
-    check_device(device)
-    check_out(out)
     opts = eval_options(device, timeout, input_budget_mb, trials=trials, tolerance=tolerance,
                         timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64, seed=seed)
-    if task_file is not None:
-        if solution is None:
-            raise ConfigError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
-        return _eval_pair(task_file, solution, opts, workers, as_json, out, gym, eval_cache)
-    if solutions is None and model is not None:
-        tasks = load_tasks(TaskSelection(None, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit))
-        engine = load_engine(EngineOptions(model, base_url, api_key_env, concurrency, max_retries), device)
-        cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite, wave)
-    if solutions is None:
-        raise ConfigError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
-    from drk.records import write_json
-    from drk.solutions import find_candidates
+    cfg = stage.EvalConfig(
+        tasks=TaskSelection(task_file, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit),
+        options=opts, gym=GymOptions(gym, workers, eval_cache), solution=solution, solutions=solutions,
+        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries),
+        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed), samples=samples,
+        wave=wave, out=out, overwrite=overwrite)
+    with StageProgress("eval") as prog:
+        done = stage.run(cfg, on_start=prog.start,
+                         on_result=lambda r: prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}"),
+                         on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    if done.mode == "pair":
+        from drk.agent.feedback import feedback_text
 
-    tasks = load_tasks(TaskSelection(None, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit))
-    cands = find_candidates(tasks, solutions)
-    if not cands:
-        raise ConfigError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) (file names: "
-                        "19_ReLU.py, level1/19_ReLU.py or level_1_problem_19_sample_0_kernel.py)")
-    results, new = _run_with_progress(cands, opts, workers, out, gym, eval_cache, overwrite)
-    if new == 0 and out is not None and (out / "summary.json").exists():
+        res = done.results[0]
+        typer.echo(json.dumps(res) if as_json else feedback_text(res))
+        if done.infra:
+            raise done.infra
+        raise typer.Exit(0 if res["verdict"] == "ok" else 1)
+    if done.mode == "model":
+        if done.finished_before:
+            typer.echo(f"nothing to do: all {done.tasks * samples} episodes are already in {done.out} (a finished "
+                       "run; --overwrite starts again)")
+            return
+        render_summary(done.summary["per_turn"], f"drk eval --model {model}: {done.tasks} tasks x {samples} samples")
+        typer.echo(f"wrote {done.out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
+        return
+    results = done.results
+    if done.finished_before:
         typer.echo(f"nothing to do: all {len(results)} candidates are already evaluated in {out}/results.jsonl "
                    "(a finished run; --overwrite starts again)")
         return
-    summary = summarize_by_group(results)
-    if out is not None:
-        write_json(out / "summary.json", {"summary": summary, "protocol": results[0].get("protocol") if results else {},
-                                            "device": results[0].get("device") if results else "",
-                                            "n_candidates": len(results)})
     if as_json:
         for r in results:
             typer.echo(json.dumps(r))
-    render_summary(summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
-    _raise_for_infra_results(results, gym)
-
-
-def _raise_for_infra_results(results: list[dict], gym: str) -> None:
-    from drk.agent.episode import InfraError
-    from drk.metrics import is_infra
-
-    bad = [r for r in results if is_infra(r)]
-    if bad:
-        raise InfraError(f"evaluator {gym}", bad[0].get("error") or "infrastructure error", len(bad))
-
-
-def _run_with_progress(cands, opts, workers, out, gym="local", cache=None, overwrite=False) -> tuple[list[dict], int]:
-    from drk.solutions import evaluate_candidates
-
-    counts = {"new": 0}
-    with open_gym(GymOptions(gym, workers, cache), opts.device) as pool, StageProgress("eval") as prog:
-        def tick(r):
-            counts["new"] += 1
-            prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}")
-
-        opts.device = pool.device
-        rows = evaluate_candidates(cands, pool, opts, out, on_result=tick, overwrite=overwrite,
-                                   on_start=prog.start)
-    return rows, counts["new"]
-
-
-def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path], gym="local",
-               cache=None) -> None:
-    from drk.agent.feedback import feedback_text
-    from drk.gym import EvalRequest
-    from drk.records import JsonlWriter
-    from drk.tasks import task_from_file
-
-    task = task_from_file(task_file)
-    check_tasks([task])
-    try:
-        source = solution.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read solution {solution}: {e}") from None
-    with open_gym(GymOptions(gym, 1, cache), opts.device) as pool:
-        opts.device = pool.device
-        res = pool.evaluate(EvalRequest(task, source, opts, solution=str(solution))).to_dict()
-    if out is not None:
-        with JsonlWriter(out / "results.jsonl") as w:
-            w.write(res)
-    if as_json:
-        typer.echo(json.dumps(res))
-    else:
-        typer.echo(feedback_text(res))
-    _raise_for_infra_results([res], gym)
-    raise typer.Exit(0 if res["verdict"] == "ok" else 1)
+    render_summary(done.summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
+    if done.infra:
+        raise done.infra
 
 
 def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
@@ -416,28 +370,6 @@ def _episode_note(ep) -> str:
     best = ep.best_turn()
     return f"{ep.task.id}: " + ("ok" if best is not None else (ep.turns[-1].result or {}).get("verdict", "no code")
                                  if ep.turns else "no turns")
-
-
-def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None,
-                overwrite=False, wave=64) -> None:
-    from drk.model_eval import evaluate_model
-
-    out = out or Path("runs") / "eval-model"
-    check_out(out)
-    with open_gym(GymOptions(gym, workers, cache), opts.device) as pool, StageProgress("eval") as prog:
-        opts.device = pool.device
-        summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name,
-                                 overwrite=overwrite, wave=wave, on_start=prog.start,
-                                 on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
-    if summary is None:
-        typer.echo(f"nothing to do: all {len(tasks) * samples} episodes are already in {out} (a finished run; "
-                   "--overwrite starts again)")
-        return
-    render_summary(summary["per_turn"], f"drk eval --model {model_name}: {len(tasks)} tasks x {samples} samples")
-    typer.echo(f"wrote {out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
-
-
-TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelbench, or --queries."
 
 
 @app.command("collect")
