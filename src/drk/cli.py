@@ -20,8 +20,7 @@ import typer
 
 from drk.config import ConfigError
 from drk.engines.base import one_line
-from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to,
-                         check_tasks, load_engine, load_training_tasks, open_gym)
+from drk.loading import EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -417,21 +416,17 @@ def collect_cmd(
     An interrupted collection resumes when the same command is run again; episodes the endpoint or the
     evaluator failed are not kept (they are retried by the next run).
     """
-    from drk.collect import collect
+    from drk.stages import collect as stage
 
-    check_device(device)
-    check_out(out)
-    tasks = load_training_tasks(TaskSelection(None, queries, level, problems, kernelbench, limit))
-    engine_model = load_engine(EngineOptions(model, base_url, api_key_env, concurrency, max_retries, engine,
-                                             list(engine_opt or [])), device)
-    teacher = "template" + "".join(f" {o}" for o in engine_opt or []) if engine == "template" else model or ""
-    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
-    cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-    with open_gym(GymOptions(gym, workers, eval_cache), device) as pool, StageProgress("collect") as prog:
-        opts.device = pool.device
-        stats = collect(tasks, engine_model, pool, cfg, out, samples=samples, teacher=teacher, wave=wave,
-                        overwrite=overwrite, on_start=prog.start,
-                        on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    cfg = stage.CollectConfig(
+        out=out, tasks=TaskSelection(None, queries, level, problems, kernelbench, limit),
+        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries, engine, list(engine_opt or [])),
+        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens,
+                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
+        gym=GymOptions(gym, workers, eval_cache), samples=samples, wave=wave, overwrite=overwrite)
+    with StageProgress("collect") as prog:
+        stats = stage.run(cfg, on_start=prog.start,
+                          on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
     if stats["todo"] == 0:
         typer.echo(f"nothing to do: skipped {stats['skipped']} episodes already in {out}/trajectories.jsonl "
                    "(a finished run; --overwrite starts again)")
@@ -478,23 +473,14 @@ def infer_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from drk.agent.stts import STTSConfig
-    from drk.infer import run_infer
-    from drk.tasks import task_from_file
+    from drk.stages import infer as stage
 
-    if select not in ("topw", "window"):
-        raise ConfigError("--select must be topw or window")
-    check_device(device)
-    check_out(out)
-    task = task_from_file(task_file)
-    check_tasks([task])
-    engine = load_engine(EngineOptions(model, base_url, api_key_env, 4, max_retries), device)
-    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
-    cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts, seed)
-    scfg = STTSConfig(iterations, turns, 1, keep, select)
-    if limit:  # --limit N turns in all: shorten the schedule (first iteration first)
-        scfg = STTSConfig(max(1, 1 + limit - min(turns, limit)), min(turns, limit), 1, keep, select)
-    table = Table(title=f"drk infer {task.id}")
+    cfg = stage.InferConfig(
+        task_file=task_file, out=out, engine=EngineOptions(model, base_url, api_key_env, 4, max_retries),
+        episode=episode_config(turns, select, keep, temperature, top_p, max_tokens,
+                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
+        iterations=iterations, limit=limit, gym=GymOptions(gym, 1), overwrite=overwrite)
+    table = Table()
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
         table.add_column(col)
 
@@ -505,12 +491,11 @@ def infer_cmd(
                       "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
         typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
 
-    with open_gym(GymOptions(gym, 1), device) as pool:
-        opts.device = pool.device
-        ep, summary = run_infer(task, engine, pool, cfg, scfg, out, on_turn=row, overwrite=overwrite)
+    _, summary = stage.run(cfg, on_turn=row)
     if summary.get("already_finished"):
         typer.echo(f"nothing to do: {out} holds this finished run ({summary['turns']} turns; --overwrite starts again)")
         return
+    table.title = f"drk infer {summary['task']}"
     Console(stderr=True).print(table)
     if summary["best_turn"] is None:
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
