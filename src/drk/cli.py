@@ -1,6 +1,7 @@
 """The `drk` command line: one thin command per pipeline stage.
 
-Each command parses its options, calls one library function and renders the result. Heavy imports
+Each command parses its options into its stage's config, calls the stage's one entry function
+(`drk.stages.<stage>.run`) and renders the result; what a stage does lives in its module. Heavy imports
 (torch, transformers, trl) happen inside the commands, so `drk --help` answers instantly.
 
 Exit status: 0 done (or nothing left to do); 1 a candidate failed (`drk eval TASK --solution`) or no correct
@@ -543,8 +544,7 @@ def sft_cmd(
       drk sft -c recipes/sft.yaml --model Qwen/Qwen3-8B-Base --data runs/collect/trajectories.jsonl
       drk sft -c recipes/sft.yaml --set lora=true --set lora_r=32 --report-to tensorboard --out runs/sft
     """
-    from drk.config import load_config
-    from drk.train.sft import SFTConfig, run_sft
+    from drk.stages import sft as stage
 
     check_out(out)
     check_report_to(report_to)
@@ -553,14 +553,12 @@ def sft_cmd(
          "epochs": epochs, "batch_size": batch_size, "micro_batch_size": micro_batch_size,
          "max_length": max_length, "lora": lora, "packing": packing, "seed": seed, "limit": limit,
          "report_to": report_to}, sets)
-    cfg = load_config(SFTConfig, config, overrides)
-    check_report_to(cfg.report_to)
 
-    def started(state: str, ck: Optional[Path]) -> None:
-        if state == "resume":
+    def started(cfg, ck: Optional[Path]) -> None:
+        if ck is not None:
             typer.echo(f"resuming the run in {cfg.out} from {ck.name}", err=True)
 
-    summary = run_sft(cfg, overwrite=overwrite, on_start=started)
+    cfg, summary = stage.run(config, overrides, overwrite=overwrite, on_start=started)
     if summary.get("finished_before"):
         typer.echo(f"nothing to do: {cfg.out} holds this finished run ({summary['steps']} steps; "
                    "--overwrite starts again)")

@@ -9,7 +9,8 @@ Filters: `all` episodes; `correct` = episodes with at least one correct turn; `u
 truncated after their best turn (the conversation ends with the best kernel).
 
 Outputs in OUT: the Hugging Face checkpoint (full model or LoRA adapter) with its tokenizer, and
-`sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`.
+`sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`. Entry: `run(recipe,
+overrides)`.
 
 Resume: OUT belongs to one run (its `sft_config.json`). Running the same command again continues from the
 trainer's latest `checkpoint-N` in OUT (model, optimizer, scheduler, RNG and data position), or does nothing
@@ -26,9 +27,10 @@ import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from drk.config import ConfigError
-from drk.loading import load_policy
+from drk.config import ConfigError, load_config
+from drk.loading import check_report_to, load_policy
 from drk.records import claim_run_dir, read_jsonl, write_json
 
 
@@ -231,17 +233,21 @@ class _StopOnInterrupt:
               file=sys.stderr, flush=True)
 
 
-def run_sft(cfg: SFTConfig, overwrite: bool = False, on_start=None) -> dict:
-    """Train (or resume, or find finished) the run in `cfg.out`. Returns the summary, with `finished_before`
-    true when there was nothing to do. `on_start(state, checkpoint)` is called before training. Raises
-    KeyboardInterrupt after Ctrl-C, once the checkpoint is saved."""
+def run(recipe: str | Path | None = None, overrides: dict | None = None, *, overwrite: bool = False,
+        on_start: Callable[[SFTConfig, Path | None], None] | None = None) -> tuple[SFTConfig, dict]:
+    """`drk sft`: the config (a recipe under `overrides`), then train, resume or find finished the run in its
+    `out`. Returns (config, summary); the summary has `finished_before` true when there was nothing to do.
+    `on_start(cfg, checkpoint)` before training; `checkpoint` is the one the run continues from, or None.
+    Raises KeyboardInterrupt after Ctrl-C, once the checkpoint is saved."""
+    cfg = load_config(SFTConfig, recipe, overrides or {})
+    check_report_to(cfg.report_to)
     out = Path(cfg.out)
     rows = load_conversations(cfg)  # bad data is refused before OUT is claimed for this config
     state, ck = claim_sft_dir(cfg, overwrite=overwrite)
     if state == "finished":
-        return {**json.loads((out / "sft_summary.json").read_text()), "finished_before": True}
+        return cfg, {**json.loads((out / "sft_summary.json").read_text()), "finished_before": True}
     if on_start is not None:
-        on_start(state, ck)
+        on_start(cfg, ck)
     trainer = build_trainer(cfg, rows)
     stop = _StopOnInterrupt()
     trainer.add_callback(stop.callback)
@@ -260,4 +266,4 @@ def run_sft(cfg: SFTConfig, overwrite: bool = False, on_start=None) -> dict:
     summary = {"train_loss": result.training_loss, "losses": losses, "steps": trainer.state.global_step,
                "examples": len(trainer.train_dataset)}
     write_json(out / "sft_summary.json", summary)  # last: its presence means the run is complete
-    return summary
+    return cfg, summary
