@@ -19,7 +19,7 @@ import yaml
 
 from conftest import ROOT
 from drk.config import load_config
-from drk.train.rl import RLConfig, train
+from drk.stages.rl import RLConfig, train
 
 TOY = {"model": "tiny", "queries": str(ROOT / "data/queries"), "env": "toy", "prompts_per_step": 4, "rollouts": 8,
        "turns": 1, "lr": 3e-3, "max_new_tokens": 24, "micro_batch_tokens": 4096, "seed": 0,
@@ -105,7 +105,7 @@ def test_non_finite_gradient_skips_the_update():
 
     from drk.engines import build_tiny_model
     from drk.train.batch import TurnRow
-    from drk.train.rl import train_on_rows
+    from drk.stages.rl import train_on_rows
 
     model, tok = build_tiny_model(None)
     cfg = load_config(RLConfig, None, {"lr": 1e-3})

@@ -602,8 +602,7 @@ def rl_cmd(
       drk rl -c recipes/rl.yaml --set algo.use_mrs=false --report-to tensorboard --out runs/rl-nomrs
       accelerate launch -m drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl
     """
-    from drk.config import build, load_config, merge
-    from drk.train.rl import RLConfig, check_run_dir, train
+    from drk.stages import rl as stage
 
     check_out(out)
     check_report_to(report_to)
@@ -614,34 +613,21 @@ def rl_cmd(
          "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
          "eval_device": eval_device, "env": env, "gym": gym, "seed": seed, "limit": limit,
          "report_to": report_to}, sets)
-    auto_resume = False
-    if resume is not None:
-        saved = resume / "rl_config.json"
-        if not saved.exists():
-            raise ConfigError(f"nothing to resume: {saved} not found")
-        cfg = build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides))
-    else:
-        cfg = load_config(RLConfig, config, overrides)
-        auto_resume = check_run_dir(cfg, overwrite=overwrite)  # another run's directory is refused
-        if auto_resume:
-            from drk.train.rl import latest_checkpoint
-
-            done = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())["step"]
-            if done >= cfg.steps:
-                typer.echo(f"nothing to do: {cfg.out} holds this finished run ({done} steps; --overwrite starts again)")
-                return
-            typer.echo(f"resuming the run in {cfg.out} from step {done}", err=True)
-    check_report_to(cfg.report_to)
-    check_device(cfg.eval_device, "--eval-device")
-
     with StageProgress("rl") as prog:
-        prog.start(cfg.steps, 0)
+        def started(cfg, continues: Optional[int]) -> None:
+            if continues is not None:
+                typer.echo(f"resuming the run in {cfg.out} from step {continues}", err=True)
+            prog.start(cfg.steps, 0)
 
         def tick(m: dict) -> None:
             prog.prog.update(prog.bar, completed=m["step"], ok=f"{m['correct']:.0%}",
                              description=f"reward {m['reward_mean']:.3f} loss {m['loss']:.4f}")
 
-        m = train(cfg, resume=resume is not None or auto_resume, stop_after=stop_after, on_step=tick)
+        cfg, m = stage.run(config, overrides, resume=resume, overwrite=overwrite, stop_after=stop_after,
+                           on_start=started, on_step=tick)
+    if m.get("finished_before"):
+        typer.echo(f"nothing to do: {cfg.out} holds this finished run ({m['step']} steps; --overwrite starts again)")
+        return
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")

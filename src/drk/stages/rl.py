@@ -29,6 +29,8 @@ Everything the run needs to continue is checkpointed every `checkpoint_every` st
 optimizer, scheduler, RNG states through accelerate, step and data position); `drk rl --resume DIR`
 continues exactly. Logs: OUT/metrics.jsonl per step, OUT/rollouts/step_XXXXX.jsonl, TensorBoard when
 installed.
+
+Entry: `run` (config, run directory, resume) around `train` (the loop).
 """
 from __future__ import annotations
 
@@ -44,9 +46,9 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from drk.config import ConfigError
+from drk.config import ConfigError, build, load_config, merge
 from drk.engines.base import TimedEngine
-from drk.loading import TaskSelection, load_policy, load_training_tasks
+from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
 from drk.records import JsonlWriter, write_json
 from drk.train import algos, selection
 from drk.train.algos import AlgoConfig
@@ -644,6 +646,39 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
             tb.close()
         accelerator.end_training()  # finishes trackers and destroys the process group
     return metrics
+
+
+def run(recipe: str | Path | None = None, overrides: dict | None = None, *, resume: Path | None = None,
+        overwrite: bool = False, stop_after: int | None = None,
+        on_start: Callable[[RLConfig, int | None], None] | None = None,
+        on_step: Callable[[dict], None] | None = None) -> tuple[RLConfig, dict]:
+    """`drk rl`: the run's config — a recipe under `overrides`, or with `resume` the saved config of the run in
+    that directory under them — then `train`, from scratch or from the run's latest checkpoint. Without
+    `resume`, an `out` holding this very run with a checkpoint continues it (the same command resumes), and
+    one holding another run is refused unless `overwrite`.
+
+    Returns (config, the last step's metrics); the metrics are {"finished_before": True, "step": N} when
+    `out` already holds this finished run. `on_start(cfg, step)` before training, `step` being where the same
+    command continues its run (None otherwise)."""
+    overrides = overrides or {}
+    continues = None
+    if resume is not None:
+        saved = Path(resume) / "rl_config.json"
+        if not saved.exists():
+            raise ConfigError(f"nothing to resume: {saved} not found")
+        cfg = build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides))
+    else:
+        cfg = load_config(RLConfig, recipe, overrides)
+        if check_run_dir(cfg, overwrite=overwrite):  # another run's directory is refused
+            continues = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())["step"]
+            if continues >= cfg.steps:
+                return cfg, {"finished_before": True, "step": continues}
+    check_report_to(cfg.report_to)
+    check_device(cfg.eval_device, "--eval-device")
+    if on_start is not None:
+        on_start(cfg, continues)
+    return cfg, train(cfg, resume=resume is not None or continues is not None, stop_after=stop_after,
+                      on_step=on_step)
 
 
 def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
