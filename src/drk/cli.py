@@ -584,7 +584,7 @@ def rl_cmd(
     seed: Optional[int] = seed_option(what="training"),
     stop_after: Optional[int] = typer.Option(None, "--stop-after", rich_help_panel=P_TRAIN, help="Stop after this step (for smoke runs)."),
     eval_device: Optional[str] = typer.Option(None, "--eval-device", rich_help_panel=P_EVAL, help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator; the only environment the CLI builds: others are passed in code)."),
     gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
     resume: Optional[Path] = typer.Option(None, "--resume", rich_help_panel=P_OUT, help="Continue the run in this directory from its latest checkpoint."),
