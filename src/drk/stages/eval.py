@@ -48,15 +48,15 @@ from drk.tasks import Task, TaskError
 
 @dataclass
 class EvalConfig:
-    """What `drk eval` evaluates, how and where. Exactly one of: `tasks.task_file` with `solution`, a
-    `solutions` folder, or `engine.model`."""
+    """What `drk eval` evaluates, how and where: `tasks.task_file` with `solution` if given, else a
+    `solutions` folder, else the kernels `engine.model` writes."""
     tasks: TaskSelection = field(default_factory=TaskSelection)
     options: EvalOptions = field(default_factory=EvalOptions)       # the evaluation protocol (device, trials, ...)
     gym: GymOptions = field(default_factory=GymOptions)
     solution: Path | None = None         # with tasks.task_file: the one candidate
     solutions: Path | None = None        # a folder of candidate files (see find_candidates)
     engine: EngineOptions = field(default_factory=EngineOptions)    # with engine.model: a model writes the candidates
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)   # with a model: turns, sampling (evaluated with `options`)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)   # with a model: turns, sampling (protocol: options)
     samples: int = 1                     # with a model: episodes per task
     wave: int = 64                       # with a model: episodes run together (an interrupt loses at most one wave)
     out: Path | None = None              # results.jsonl, summary.json; a model's run defaults to runs/eval-model
