@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def run_drk(a, out: Path) -> dict:
     from drk.config import load_config
-    from drk.train.rl import RLConfig, train
+    from drk.stages.rl import RLConfig, train
 
     cfg = load_config(RLConfig, None, {
         "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,

@@ -11,7 +11,7 @@ from drk.engines.base import SamplingParams
 from drk.engines.local import HFEngine
 from drk.engines.tiny import build_tiny_model
 from drk.train.batch import TurnRow
-from drk.train.rl import RLConfig, old_logprobs, train_on_rows
+from drk.stages.rl import RLConfig, old_logprobs, train_on_rows
 
 
 def main() -> None:

@@ -104,7 +104,7 @@ def test_recipes_set_defaults_and_flags_win(tmp_path):
 
 def test_a_misspelt_recipe_key_names_the_closest_valid_one():
     from drk.config import ConfigError, build
-    from drk.train.rl import RLConfig
+    from drk.stages.rl import RLConfig
 
     with pytest.raises(ConfigError, match=r"unknown option 'promts_per_step' \(did you mean 'prompts_per_step'\?"):
         build(RLConfig, {"promts_per_step": 4})

@@ -91,7 +91,7 @@ def test_limit_seed_and_set_reach_the_run(tmp_path):
 def test_set_reaches_nested_training_config():
     from drk.cli import _training_overrides
     from drk.config import build
-    from drk.train.rl import RLConfig
+    from drk.stages.rl import RLConfig
 
     cfg = build(RLConfig, _training_overrides({"steps": 3, "limit": 2}, ["algo.use_mrs=false", "steps=9"]))
     assert cfg.algo.use_mrs is False and cfg.steps == 3 and cfg.limit == 2  # flags win over --set

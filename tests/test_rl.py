@@ -1,5 +1,6 @@
-"""`drk rl`: the loop learns a learnable toy reward, a killed run resumes to exactly the same state, the
-training-side log-probs line up with the engine's, and the CPU recipe runs end to end with the evaluator.
+"""`drk rl`: the loop learns a learnable toy reward (drk.testing.toy_env, passed to the stage), a killed run
+resumes to exactly the same state, the training-side log-probs line up with the engine's, and the CPU recipe
+runs end to end with the evaluator.
 
     .venv/bin/python -m pytest tests/test_rl.py -q
 """
@@ -19,9 +20,11 @@ import yaml
 
 from conftest import ROOT
 from drk.config import load_config
-from drk.train.rl import RLConfig, train
+from drk.stages import rl
+from drk.stages.rl import RLConfig, train
+from drk.testing.toy_env import toy_env
 
-TOY = {"model": "tiny", "queries": str(ROOT / "data/queries"), "env": "toy", "prompts_per_step": 4, "rollouts": 8,
+TOY = {"model": "tiny", "queries": str(ROOT / "data/queries"), "prompts_per_step": 4, "rollouts": 8,
        "turns": 1, "lr": 3e-3, "max_new_tokens": 24, "micro_batch_tokens": 4096, "seed": 0,
        "algo": {"use_prs": False}}
 
@@ -29,7 +32,7 @@ TOY = {"model": "tiny", "queries": str(ROOT / "data/queries"), "env": "toy", "pr
 def test_policy_learns_the_toy_reward(tmp_path):
     cfg = load_config(RLConfig, None, {**TOY, "steps": 30, "out": str(tmp_path), "checkpoint_every": 100,
                                         "log_rollouts": False})
-    train(cfg)
+    train(cfg, env=toy_env())
     rewards = [json.loads(x)["reward_mean"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     print("reward per step:", [round(r, 2) for r in rewards])
     assert len(rewards) == 30
@@ -45,12 +48,12 @@ def _weights(path: Path) -> dict:
 def test_killed_run_resumes_to_the_same_state(tmp_path):
     base = {**TOY, "steps": 6, "checkpoint_every": 1, "prompts_per_step": 8}
     ref = load_config(RLConfig, None, {**base, "out": str(tmp_path / "ref")})
-    train(ref)
+    train(ref, env=toy_env())
     recipe = tmp_path / "r.yaml"
     out = tmp_path / "killed"
     recipe.write_text(yaml.safe_dump({**base, "out": str(out)}))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "drk", "rl", "-c", str(recipe)], env=env,
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "toy_rl_run.py"), str(recipe)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while not (out / "checkpoints" / "step_00002").exists():
@@ -60,12 +63,8 @@ def test_killed_run_resumes_to_the_same_state(tmp_path):
     proc.wait()
     assert not (out / "final").exists(), "the run finished before the kill; the test proves nothing"
     killed_at = int((out / "checkpoints" / "latest").read_text().strip().replace("step_", ""))
-    from typer.testing import CliRunner
-
-    from drk.cli import app
-
-    res = CliRunner().invoke(app, ["rl", "--resume", str(out)])
-    assert res.exit_code == 0, res.output
+    _, last = rl.run(resume=out, env=toy_env())  # what `drk rl --resume OUT` runs, with the toy environment
+    assert last["step"] == 6, last
     a, b = _weights(tmp_path / "ref" / "final"), _weights(out / "final")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), "resumed weights differ"
     ma = [json.loads(x) for x in (tmp_path / "ref" / "metrics.jsonl").read_text().splitlines()]
@@ -105,7 +104,7 @@ def test_non_finite_gradient_skips_the_update():
 
     from drk.engines import build_tiny_model
     from drk.train.batch import TurnRow
-    from drk.train.rl import train_on_rows
+    from drk.stages.rl import train_on_rows
 
     model, tok = build_tiny_model(None)
     cfg = load_config(RLConfig, None, {"lr": 1e-3})

@@ -15,7 +15,7 @@ import torch
 from drk.agent.episode import STOPPED_INFRA, Turn
 from drk.config import ConfigError, load_config
 from drk.train import selection
-from drk.train.rl import RLConfig, build_optimizer, rejection_masks, rewards_and_advantages, turn_rows
+from drk.stages.rl import RLConfig, build_optimizer, rejection_masks, rewards_and_advantages, turn_rows
 from drk.train.selection import (LossScaling, TurnSelection, flat_group_keep, low_spread_groups, micro_batch_weight,
                                  nominal_rows, prs_seed, regressed_turns, round_coverage)
 
@@ -89,7 +89,7 @@ def _update(overrides: dict, keep: list[bool], lr: float = 1.0) -> dict:
 
     from drk.engines import build_tiny_model
     from drk.train.batch import TurnRow
-    from drk.train.rl import old_logprobs, train_on_rows
+    from drk.stages.rl import old_logprobs, train_on_rows
 
     model, tok = build_tiny_model(None, seed=0)
     cfg = load_config(RLConfig, None, {"grad_clip": 1e9, "prompts_per_step": 1, "rollouts": 2, "turns": 1,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from conftest import ROOT
 from drk.cli import app
 from drk.config import ConfigError, load_config
-from drk.train.sft import SFTConfig, build_trainer, load_conversations, truncate_after_turn
+from drk.stages.sft import SFTConfig, build_trainer, load_conversations, truncate_after_turn
 
 DEMO = str(ROOT / "data/trajectories/demo.jsonl")
 

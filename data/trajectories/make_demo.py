@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drk.agent.episode import EpisodeConfig
-from drk.collect import collect
+from drk.stages.collect import collect
 from drk.engines import EngineSpec, make_engine
 from drk.engines.base import SamplingParams
 from drk.gym import EvalOptions, LocalPool

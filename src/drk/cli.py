@@ -1,6 +1,7 @@
 """The `drk` command line: one thin command per pipeline stage.
 
-Each command parses its options, calls one library function and renders the result. Heavy imports
+Each command parses its options into its stage's config, calls the stage's one entry function
+(`drk.stages.<stage>.run`) and renders the result; what a stage does lives in its module. Heavy imports
 (torch, transformers, trl) happen inside the commands, so `drk --help` answers instantly.
 
 Exit status: 0 done (or nothing left to do); 1 a candidate failed (`drk eval TASK --solution`) or no correct
@@ -13,11 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from drk.config import ConfigError
+from drk.engines.base import one_line
+from drk.loading import EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -61,17 +65,8 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
 KB_HELP = "KernelBench problems folder (or set DRK_KERNELBENCH); without it, the Hugging Face dataset is used."
 
 
-class UserError(Exception):
-    """A problem the user can fix: printed as one line, exit status 2."""
-
-
-def _one_line(msg: str, limit: int = 400) -> str:
-    flat = " ".join(str(msg).split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
-
-
 def fail(msg: str, code: int = EXIT_USER) -> None:
-    typer.secho(f"drk: error: {_one_line(msg)}", fg="red", err=True)
+    typer.secho(f"drk: error: {one_line(msg, 400)}", fg="red", err=True)
     raise typer.Exit(code)
 
 
@@ -83,7 +78,6 @@ def user_errors(fn):
     @functools.wraps(fn)
     def wrapper(*a, **k):
         from drk.agent.episode import InfraError
-        from drk.config import ConfigError
         from drk.engines.base import EngineError
         from drk.records import RunDirError
         from drk.tasks import TaskError
@@ -91,7 +85,7 @@ def user_errors(fn):
 
         try:
             return fn(*a, **k)
-        except (UserError, TaskError, ScalingError, ConfigError, RunDirError, EngineError, FileNotFoundError) as e:
+        except (TaskError, ScalingError, ConfigError, RunDirError, EngineError, FileNotFoundError) as e:
             fail(str(e))
         except InfraError as e:
             left = f"; {e.unfinished} item(s) not finished" if e.unfinished else ""
@@ -106,68 +100,6 @@ def user_errors(fn):
             raise typer.Exit(EXIT_INTERRUPTED)
 
     return wrapper
-
-
-# ------------------------------------------------------------------------------------------------ checks
-_DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
-
-
-def check_device(device: str, option: str = "--device") -> None:
-    """Refuse devices drk does not know (e.g. `gpu`, which would otherwise mean nothing) and CUDA on a machine
-    without a GPU, before anything starts."""
-    if not _DEVICE.match(device or ""):
-        raise UserError(f"unknown device {device!r} for {option}: use auto, cpu, cuda or cuda:N")
-    if device.startswith("cuda"):
-        import torch
-
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n == 0:
-            raise UserError(f"{option} {device}: no CUDA GPU is visible on this machine; use {option} cpu "
-                            "(Triton's interpreter, scaled-down shapes) or auto")
-        if ":" in device and int(device.split(":")[1]) >= n:
-            raise UserError(f"{option} {device}: only {n} CUDA device(s) visible")
-
-
-def check_out(out: Optional[Path]) -> None:
-    if out is not None and out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is an existing file; give a directory (it will be created)")
-
-
-def check_tasks(tasks: list) -> None:
-    """A task that cannot even be parsed, or lacks Model/get_inputs/get_init_inputs, is the task's fault:
-    refuse it by name here instead of letting every candidate fail against it (and be blamed for it)."""
-    import ast
-
-    for t in tasks:
-        where = t.origin or t.id
-        try:
-            tree = ast.parse(t.source, filename=where)
-        except SyntaxError as e:
-            raise UserError(f"task {t.id} is broken ({where}, line {e.lineno}: {e.msg}); fix the task file "
-                            "(no candidate was evaluated)") from None
-        names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-        names |= {tg.id for n in tree.body if isinstance(n, ast.Assign) for tg in n.targets
-                  if isinstance(tg, ast.Name)}
-        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
-        if missing:
-            raise UserError(f"task {t.id} is broken ({where}): it does not define {', '.join(missing)}; fix the "
-                            "task file (no candidate was evaluated)")
-
-
-def load_tasks(task_file: Optional[Path], level: Optional[str], problems: Optional[str],
-               kernelbench: Optional[Path], tasks_path: Optional[Path], limit: Optional[int] = None) -> list:
-    from drk.tasks import load_kernelbench, task_from_file
-    from drk.tasks.queries import load_queries
-
-    if task_file is not None:
-        tasks = [task_from_file(task_file)]
-    elif tasks_path is not None:
-        tasks = load_queries(str(tasks_path), problems=problems)
-    else:
-        tasks = load_kernelbench(level or "1", problems, kernelbench)
-    tasks = tasks[:limit] if limit else tasks
-    check_tasks(tasks)
-    return tasks
 
 
 def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], **protocol):
@@ -253,38 +185,10 @@ GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serv
 CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 
 
-class open_gym:
-    """`with open_gym(spec, device, workers, cache) as gym:` — any backend, closed at the end. A backend that
-    cannot start is an infrastructure failure (exit 3), not the candidates'."""
-
-    def __init__(self, spec: str, device: str, workers: Optional[int], cache: Optional[Path] = None) -> None:
-        self.args = (spec, device, workers, str(cache) if cache else None)
-
-    def __enter__(self):
-        from drk.agent.episode import InfraError
-        from drk.gym.transport.backends import GymUnavailable, make_gym
-        from drk.gym.transport.pool import SandboxError
-
-        spec, device, workers, cache = self.args
-        try:
-            self.gym = make_gym(spec, device=device, workers=workers, cache_path=cache)
-        except SandboxError as e:
-            raise UserError(str(e)) from None
-        except GymUnavailable as e:
-            if not spec.startswith(("http://", "https://", "ray")):
-                raise UserError(str(e)) from None
-            raise InfraError(f"evaluator {spec}", str(e)) from None
-        except (RuntimeError, OSError) as e:
-            raise InfraError(f"evaluator {spec}", f"could not start ({_one_line(str(e), 200)})") from None
-        return self.gym
-
-    def __exit__(self, *exc) -> None:
-        self.gym.close()
-
-
 # --------------------------------------------------------------------------------------------- progress
 class StageProgress:
-    """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA."""
+    """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA. Shown from
+    `start` on, which the stage calls once it knows the work: a command that stops before shows none."""
 
     def __init__(self, label: str) -> None:
         from rich.progress import (
@@ -301,15 +205,18 @@ class StageProgress:
                              TimeRemainingColumn(), TextColumn("{task.description}"), console=_stderr_console())
         self.bar = None
         self.n = self.ok = 0
+        self.shown = False
 
     def __enter__(self) -> "StageProgress":
-        self.prog.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.prog.__exit__(*exc)
+        if self.shown:
+            self.prog.__exit__(*exc)
 
     def start(self, todo: int, skipped: int) -> None:
+        self.prog.__enter__()
+        self.shown = True
         if skipped:
             self.prog.console.print(f"resuming: {skipped} finished item(s) kept, {todo} to do")
         self.bar = self.prog.add_task("", total=todo, ok="–")
@@ -404,152 +311,47 @@ def eval_cmd(
       drk eval --level 1 --base-url http://localhost:8000/v1 --model drkernel-8b --samples 8 --out runs/v
     An interrupted run resumes when the same command is run again (finished items are not redone).
     """
-    from drk.metrics import summarize_by_group
+    from drk.stages import eval as stage
 
-    check_device(device)
-    check_out(out)
     opts = eval_options(device, timeout, input_budget_mb, trials=trials, tolerance=tolerance,
                         timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64, seed=seed)
-    if task_file is not None:
-        if solution is None:
-            raise UserError("give the candidate with --solution FILE (or use --solutions DIR with --level)")
-        return _eval_pair(task_file, solution, opts, workers, as_json, out, gym, eval_cache)
-    if solutions is None and model is not None:
-        tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
-        engine = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries)
-        cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-        return _eval_model(tasks, engine, cfg, opts, workers, out, samples, model, gym, eval_cache, overwrite, wave)
-    if solutions is None:
-        raise UserError("nothing to evaluate: pass --solutions DIR, --model NAME, or TASK_FILE --solution FILE")
-    from drk.records import write_json
-    from drk.solutions import find_candidates
+    cfg = stage.EvalConfig(
+        tasks=TaskSelection(task_file, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit),
+        options=opts, gym=GymOptions(gym, workers, eval_cache), solution=solution, solutions=solutions,
+        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries),
+        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed), samples=samples,
+        wave=wave, out=out, overwrite=overwrite)
+    with StageProgress("eval") as prog:
+        done = stage.run(cfg, on_start=prog.start,
+                         on_result=lambda r: prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}"),
+                         on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    if done.mode == "pair":
+        from drk.agent.feedback import feedback_text
 
-    tasks = load_tasks(None, level, problems, kernelbench, tasks_path, limit)
-    cands = find_candidates(tasks, solutions)
-    if not cands:
-        raise UserError(f"no candidate in {solutions} matches the {len(tasks)} selected task(s) (file names: "
-                        "19_ReLU.py, level1/19_ReLU.py or level_1_problem_19_sample_0_kernel.py)")
-    results, new = _run_with_progress(cands, opts, workers, out, gym, eval_cache, overwrite)
-    if new == 0 and out is not None and (out / "summary.json").exists():
+        res = done.results[0]
+        typer.echo(json.dumps(res) if as_json else feedback_text(res))
+        if done.infra:
+            raise done.infra
+        raise typer.Exit(0 if res["verdict"] == "ok" else 1)
+    if done.mode == "model":
+        if done.finished_before:
+            typer.echo(f"nothing to do: all {done.tasks * samples} episodes are already in {done.out} (a finished "
+                       "run; --overwrite starts again)")
+            return
+        render_summary(done.summary["per_turn"], f"drk eval --model {model}: {done.tasks} tasks x {samples} samples")
+        typer.echo(f"wrote {done.out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
+        return
+    results = done.results
+    if done.finished_before:
         typer.echo(f"nothing to do: all {len(results)} candidates are already evaluated in {out}/results.jsonl "
                    "(a finished run; --overwrite starts again)")
         return
-    summary = summarize_by_group(results)
-    if out is not None:
-        write_json(out / "summary.json", {"summary": summary, "protocol": results[0].get("protocol") if results else {},
-                                            "device": results[0].get("device") if results else "",
-                                            "n_candidates": len(results)})
     if as_json:
         for r in results:
             typer.echo(json.dumps(r))
-    render_summary(summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
-    _raise_for_infra_results(results, gym)
-
-
-def _raise_for_infra_results(results: list[dict], gym: str) -> None:
-    from drk.agent.episode import InfraError
-    from drk.metrics import is_infra
-
-    bad = [r for r in results if is_infra(r)]
-    if bad:
-        raise InfraError(f"evaluator {gym}", bad[0].get("error") or "infrastructure error", len(bad))
-
-
-def _run_with_progress(cands, opts, workers, out, gym="local", cache=None, overwrite=False) -> tuple[list[dict], int]:
-    from drk.solutions import evaluate_candidates
-
-    counts = {"new": 0}
-    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
-        def tick(r):
-            counts["new"] += 1
-            prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}")
-
-        opts.device = pool.device
-        rows = evaluate_candidates(cands, pool, opts, out, on_result=tick, overwrite=overwrite,
-                                   on_start=prog.start)
-    return rows, counts["new"]
-
-
-def _eval_pair(task_file: Path, solution: Path, opts, workers, as_json: bool, out: Optional[Path], gym="local",
-               cache=None) -> None:
-    from drk.agent.feedback import feedback_text
-    from drk.gym import EvalRequest
-    from drk.records import JsonlWriter
-    from drk.tasks import task_from_file
-
-    task = task_from_file(task_file)
-    check_tasks([task])
-    try:
-        source = solution.read_text()
-    except OSError as e:
-        raise UserError(f"cannot read solution {solution}: {e}") from None
-    with open_gym(gym, opts.device, 1, cache) as pool:
-        opts.device = pool.device
-        res = pool.evaluate(EvalRequest(task, source, opts, solution=str(solution))).to_dict()
-    if out is not None:
-        with JsonlWriter(out / "results.jsonl") as w:
-            w.write(res)
-    if as_json:
-        typer.echo(json.dumps(res))
-    else:
-        typer.echo(feedback_text(res))
-    _raise_for_infra_results([res], gym)
-    raise typer.Exit(0 if res["verdict"] == "ok" else 1)
-
-
-def _looks_like_path(model: str) -> bool:
-    """A --model that can only mean a local path: starts with ./ ../ / ~, ends with /, has more than one /,
-    or its first component is an existing local folder (runs/sft). Anything else may be a hub id (org/name)."""
-    if model.startswith((".", "/", "~")) or model.endswith("/") or model.count("/") > 1 or "\\" in model:
-        return True
-    return "/" in model and Path(model.split("/", 1)[0]).is_dir()
-
-
-def make_engine_from(model: Optional[str], base_url: Optional[str], api_key_env: str, concurrency: int,
-                     device: str = "auto", max_retries: int = 5, kind: str = "auto",
-                     engine_opts: Optional[list[str]] = None):
-    import os
-
-    from drk.engines import KINDS, EngineError, EngineSpec, make_engine
-
-    if kind not in KINDS:
-        raise UserError(f"unknown --engine {kind!r}: use one of {', '.join(KINDS)}")
-    opts = _engine_opts(engine_opts)
-    if kind == "template":  # the built-in teacher of the synthetic tasks: no model to find
-        try:
-            return make_engine(EngineSpec(model=model or "template", kind="template", extra=opts))
-        except EngineError as e:
-            raise UserError(str(e)) from None
-    if opts:
-        raise UserError("--engine-opt is for --engine template only (endpoint and model options have their own flags)")
-    if not model:
-        raise UserError("give --model (a local path / HF id, or the model name served at --base-url)")
-    if base_url is None and not Path(model).expanduser().exists():
-        if _looks_like_path(model):  # never send a mistyped local path to the hub (slow retries, odd errors)
-            raise UserError(f"model not found: {model} is not an existing local directory (an HF id looks like "
-                            "org/name; a served model needs --base-url)")
-        if model.count("/") != 1:
-            raise UserError(f"model not found: {model} (a local directory, an HF id like org/name, or use --base-url)")
-    # DRK_BACKOFF_BASE_S: the first retry's mean delay (tests shorten it; the default suits real endpoints)
-    extra = {"backoff_base_s": float(os.environ["DRK_BACKOFF_BASE_S"])} if os.environ.get("DRK_BACKOFF_BASE_S") else {}
-    spec = EngineSpec(model=model, base_url=base_url, api_key_env=api_key_env, max_concurrency=concurrency,
-                      device="cuda" if device.startswith("cuda") else device, max_retries=max_retries, extra=extra)
-    try:
-        return make_engine(spec)
-    except EngineError as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # a local model that cannot be read
-        raise UserError(f"cannot load model {model}: {str(e).splitlines()[0]}") from None
-
-
-def _engine_opts(items: Optional[list[str]]) -> dict:
-    """`["wrong=0.5", "fix=0.8"]` -> {"wrong": 0.5, "fix": 0.8} (values read as YAML)."""
-    from drk.config import ConfigError, parse_sets
-
-    try:
-        return parse_sets(list(items or []), nested=False)
-    except ConfigError as e:
-        raise UserError(str(e).replace("--set", "--engine-opt")) from None
+    render_summary(done.summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
+    if done.infra:
+        raise done.infra
 
 
 def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
@@ -568,28 +370,6 @@ def _episode_note(ep) -> str:
     best = ep.best_turn()
     return f"{ep.task.id}: " + ("ok" if best is not None else (ep.turns[-1].result or {}).get("verdict", "no code")
                                  if ep.turns else "no turns")
-
-
-def _eval_model(tasks, engine, cfg, opts, workers, out, samples, model_name, gym="local", cache=None,
-                overwrite=False, wave=64) -> None:
-    from drk.model_eval import evaluate_model
-
-    out = out or Path("runs") / "eval-model"
-    check_out(out)
-    with open_gym(gym, opts.device, workers, cache) as pool, StageProgress("eval") as prog:
-        opts.device = pool.device
-        summary = evaluate_model(tasks, engine, pool, cfg, out, samples=samples, model_name=model_name,
-                                 overwrite=overwrite, wave=wave, on_start=prog.start,
-                                 on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
-    if summary is None:
-        typer.echo(f"nothing to do: all {len(tasks) * samples} episodes are already in {out} (a finished run; "
-                   "--overwrite starts again)")
-        return
-    render_summary(summary["per_turn"], f"drk eval --model {model_name}: {len(tasks)} tasks x {samples} samples")
-    typer.echo(f"wrote {out}/results.jsonl, summary.json, report.md, speedup_per_turn.png")
-
-
-TASK_OPTS_DOC = "Task selection as in `drk eval`: --level/--problems/--kernelbench, or --queries."
 
 
 @app.command("collect")
@@ -637,39 +417,23 @@ def collect_cmd(
     An interrupted collection resumes when the same command is run again; episodes the endpoint or the
     evaluator failed are not kept (they are retried by the next run).
     """
-    from drk.collect import collect
+    from drk.stages import collect as stage
 
-    check_device(device)
-    check_out(out)
-    tasks = _training_tasks(queries, level, problems, kernelbench, limit)
-    engine_model = make_engine_from(model, base_url, api_key_env, concurrency, device, max_retries, engine, engine_opt)
-    teacher = "template" + "".join(f" {o}" for o in engine_opt or []) if engine == "template" else model or ""
-    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
-    cfg = episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed)
-    with open_gym(gym, device, workers, eval_cache) as pool, StageProgress("collect") as prog:
-        opts.device = pool.device
-        stats = collect(tasks, engine_model, pool, cfg, out, samples=samples, teacher=teacher, wave=wave,
-                        overwrite=overwrite, on_start=prog.start,
-                        on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
+    cfg = stage.CollectConfig(
+        out=out, tasks=TaskSelection(None, queries, level, problems, kernelbench, limit),
+        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries, engine, list(engine_opt or [])),
+        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens,
+                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
+        gym=GymOptions(gym, workers, eval_cache), samples=samples, wave=wave, overwrite=overwrite)
+    with StageProgress("collect") as prog:
+        stats = stage.run(cfg, on_start=prog.start,
+                          on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
     if stats["todo"] == 0:
         typer.echo(f"nothing to do: skipped {stats['skipped']} episodes already in {out}/trajectories.jsonl "
                    "(a finished run; --overwrite starts again)")
         return
     typer.echo(f"wrote {stats['written']} episodes ({stats['correct']} with a correct turn), skipped "
                f"{stats['skipped']} already in {out}/trajectories.jsonl")
-
-
-def _training_tasks(queries, level, problems, kernelbench, limit=None) -> list:
-    from drk.tasks import load_kernelbench
-    from drk.tasks.queries import load_queries, warn_if_benchmark
-
-    if queries is None and level is None:
-        raise UserError("give --queries (a query set) or --level (KernelBench)")
-    tasks = load_queries(queries, problems) if queries else load_kernelbench(level, problems, kernelbench)
-    tasks = tasks[:limit] if limit else tasks
-    check_tasks(tasks)
-    warn_if_benchmark(tasks, queries or "kernelbench")
-    return tasks
 
 
 @app.command("infer")
@@ -710,23 +474,14 @@ def infer_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from drk.agent.stts import STTSConfig
-    from drk.infer import run_infer
-    from drk.tasks import task_from_file
+    from drk.stages import infer as stage
 
-    if select not in ("topw", "window"):
-        raise UserError("--select must be topw or window")
-    check_device(device)
-    check_out(out)
-    task = task_from_file(task_file)
-    check_tasks([task])
-    engine = make_engine_from(model, base_url, api_key_env, 4, device, max_retries)
-    opts = eval_options(device, timeout, input_budget_mb, seed=seed)
-    cfg = episode_config(turns, select, keep, temperature, top_p, max_tokens, opts, seed)
-    scfg = STTSConfig(iterations, turns, 1, keep, select)
-    if limit:  # --limit N turns in all: shorten the schedule (first iteration first)
-        scfg = STTSConfig(max(1, 1 + limit - min(turns, limit)), min(turns, limit), 1, keep, select)
-    table = Table(title=f"drk infer {task.id}")
+    cfg = stage.InferConfig(
+        task_file=task_file, out=out, engine=EngineOptions(model, base_url, api_key_env, 4, max_retries),
+        episode=episode_config(turns, select, keep, temperature, top_p, max_tokens,
+                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
+        iterations=iterations, limit=limit, gym=GymOptions(gym, 1), overwrite=overwrite)
+    table = Table()
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
         table.add_column(col)
 
@@ -737,32 +492,16 @@ def infer_cmd(
                       "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
         typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
 
-    with open_gym(gym, device, 1) as pool:
-        opts.device = pool.device
-        ep, summary = run_infer(task, engine, pool, cfg, scfg, out, on_turn=row, overwrite=overwrite)
+    _, summary = stage.run(cfg, on_turn=row)
     if summary.get("already_finished"):
         typer.echo(f"nothing to do: {out} holds this finished run ({summary['turns']} turns; --overwrite starts again)")
         return
+    table.title = f"drk infer {summary['task']}"
     Console(stderr=True).print(table)
     if summary["best_turn"] is None:
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
         raise typer.Exit(1)
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
-
-
-REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
-
-
-def check_report_to(report_to: Optional[str]) -> None:
-    """An unknown tracker, or one whose package is missing, is refused before training starts."""
-    if report_to is None or report_to == "none":
-        return
-    if report_to not in REPORT_TO:
-        raise UserError(f"unknown --report-to {report_to!r}: use one of {', '.join(REPORT_TO)}")
-    import importlib.util
-
-    if importlib.util.find_spec(report_to) is None:
-        raise UserError(f"--report-to {report_to} needs the {report_to} package: pip install {report_to}")
 
 
 def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
@@ -805,8 +544,7 @@ def sft_cmd(
       drk sft -c recipes/sft.yaml --model Qwen/Qwen3-8B-Base --data runs/collect/trajectories.jsonl
       drk sft -c recipes/sft.yaml --set lora=true --set lora_r=32 --report-to tensorboard --out runs/sft
     """
-    from drk.config import load_config
-    from drk.train.sft import SFTConfig, run_sft
+    from drk.stages import sft as stage
 
     check_out(out)
     check_report_to(report_to)
@@ -815,14 +553,12 @@ def sft_cmd(
          "epochs": epochs, "batch_size": batch_size, "micro_batch_size": micro_batch_size,
          "max_length": max_length, "lora": lora, "packing": packing, "seed": seed, "limit": limit,
          "report_to": report_to}, sets)
-    cfg = load_config(SFTConfig, config, overrides)
-    check_report_to(cfg.report_to)
 
-    def started(state: str, ck: Optional[Path]) -> None:
-        if state == "resume":
+    def started(cfg, ck: Optional[Path]) -> None:
+        if ck is not None:
             typer.echo(f"resuming the run in {cfg.out} from {ck.name}", err=True)
 
-    summary = run_sft(cfg, overwrite=overwrite, on_start=started)
+    cfg, summary = stage.run(config, overrides, overwrite=overwrite, on_start=started)
     if summary.get("finished_before"):
         typer.echo(f"nothing to do: {cfg.out} holds this finished run ({summary['steps']} steps; "
                    "--overwrite starts again)")
@@ -848,7 +584,7 @@ def rl_cmd(
     seed: Optional[int] = seed_option(what="training"),
     stop_after: Optional[int] = typer.Option(None, "--stop-after", rich_help_panel=P_TRAIN, help="Stop after this step (for smoke runs)."),
     eval_device: Optional[str] = typer.Option(None, "--eval-device", rich_help_panel=P_EVAL, help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator) or toy (code-block reward, for tests)."),
+    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator; the only environment the CLI builds: others are passed in code)."),
     gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
     resume: Optional[Path] = typer.Option(None, "--resume", rich_help_panel=P_OUT, help="Continue the run in this directory from its latest checkpoint."),
@@ -866,8 +602,7 @@ def rl_cmd(
       drk rl -c recipes/rl.yaml --set algo.use_mrs=false --report-to tensorboard --out runs/rl-nomrs
       accelerate launch -m drk rl -c recipes/rl.yaml --model runs/sft --out runs/rl
     """
-    from drk.config import build, load_config, merge
-    from drk.train.rl import RLConfig, check_run_dir, train
+    from drk.stages import rl as stage
 
     check_out(out)
     check_report_to(report_to)
@@ -878,34 +613,21 @@ def rl_cmd(
          "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
          "eval_device": eval_device, "env": env, "gym": gym, "seed": seed, "limit": limit,
          "report_to": report_to}, sets)
-    auto_resume = False
-    if resume is not None:
-        saved = resume / "rl_config.json"
-        if not saved.exists():
-            raise UserError(f"nothing to resume: {saved} not found")
-        cfg = build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides))
-    else:
-        cfg = load_config(RLConfig, config, overrides)
-        auto_resume = check_run_dir(cfg, overwrite=overwrite)  # another run's directory is refused
-        if auto_resume:
-            from drk.train.rl import latest_checkpoint
-
-            done = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())["step"]
-            if done >= cfg.steps:
-                typer.echo(f"nothing to do: {cfg.out} holds this finished run ({done} steps; --overwrite starts again)")
-                return
-            typer.echo(f"resuming the run in {cfg.out} from step {done}", err=True)
-    check_report_to(cfg.report_to)
-    check_device(cfg.eval_device, "--eval-device")
-
     with StageProgress("rl") as prog:
-        prog.start(cfg.steps, 0)
+        def started(cfg, continues: Optional[int]) -> None:
+            if continues is not None:
+                typer.echo(f"resuming the run in {cfg.out} from step {continues}", err=True)
+            prog.start(cfg.steps, 0)
 
         def tick(m: dict) -> None:
             prog.prog.update(prog.bar, completed=m["step"], ok=f"{m['correct']:.0%}",
                              description=f"reward {m['reward_mean']:.3f} loss {m['loss']:.4f}")
 
-        m = train(cfg, resume=resume is not None or auto_resume, stop_after=stop_after, on_step=tick)
+        cfg, m = stage.run(config, overrides, resume=resume, overwrite=overwrite, stop_after=stop_after,
+                           on_start=started, on_step=tick)
+    if m.get("finished_before"):
+        typer.echo(f"nothing to do: {cfg.out} holds this finished run ({m['step']} steps; --overwrite starts again)")
+        return
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")
@@ -938,7 +660,7 @@ def tasks_synth(
     try:
         m = write_tasks(out, seed=seed, per_composition=per_composition, overwrite=overwrite)
     except SynthError as e:
-        raise UserError(str(e)) from None
+        raise ConfigError(str(e)) from None
     typer.echo(f"wrote {m['held_in']['tasks']} held-in tasks ({len(m['held_in']['compositions'])} compositions) "
                f"and {m['held_out']['tasks']} held-out tasks ({len(m['held_out']['compositions'])} compositions) "
                f"to {out}/held_in, {out}/held_out")
@@ -1010,23 +732,23 @@ def gym_serve(
     try:
         from drk.gym.transport.server import serve
     except ImportError:
-        raise UserError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
+        raise ConfigError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
     try:
         nets = parse_allow(allow)
     except ValueError as e:
-        raise UserError(str(e)) from None
+        raise ConfigError(str(e)) from None
     token = os.environ.get(token_env) if token_env else None
     if token_env and not token:
-        raise UserError(f"--token-env {token_env}: that environment variable is not set or empty")
+        raise ConfigError(f"--token-env {token_env}: that environment variable is not set or empty")
     problem = bind_problem(host, nets, token)
     if problem:  # before any worker starts: nothing is exposed
-        raise UserError(problem)
+        raise ConfigError(problem)
     limits = Limits(max_timeout_s=max_timeout, max_trials=max_trials, max_timing_trials=max_timing_trials,
                     max_input_mb=max_input_mb, max_source_chars=max_source_kb * 1024,
                     max_body_bytes=int(max_body_mb * 2**20), max_inflight_per_client=max_inflight_per_client,
                     max_queue=max_queue)
     defaults = eval_options(device, min(timeout, max_timeout), input_budget_mb)
-    with open_gym(backend, device, workers, eval_cache) as gym:
+    with open_gym(GymOptions(backend, workers, eval_cache), device) as gym:
         defaults.device = gym.device
         typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",
                    err=True)

@@ -19,7 +19,7 @@ T = TypeVar("T")
 
 
 class ConfigError(ValueError):
-    """A recipe or override the user can fix (shown as one line)."""
+    """A recipe, option or override the user can fix (`drk` shows it as one line, exit status 2)."""
 
 
 def load_yaml(path: str | Path) -> dict:

@@ -19,7 +19,7 @@ spell out. Each is a switch here, defaulting to the released code's behaviour, a
 ``prs_seed``               the PRS generator's seed, different on every data-parallel rank
 =========================  ================================================================================
 
-``LossScaling`` and ``TurnSelection`` hold the switches (nested in ``drk.train.rl.RLConfig``); every
+``LossScaling`` and ``TurnSelection`` hold the switches (nested in ``drk.stages.rl.RLConfig``); every
 field says what it does in one line. docs/faithfulness.md maps each switch to the released file and
 function it reproduces and to the test that fails if the switch does nothing.
 

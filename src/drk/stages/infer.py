@@ -2,6 +2,8 @@
 turn) and OUT/best.py (the best correct kernel by measured speedup; on CPU, where speed is not measured,
 by reward and then the latest turn).
 
+Entry: `run(InferConfig)` loads the task, the model and the evaluator, then `infer_task` runs the schedule.
+
 Resume: each turn is written as it finishes; rerunning the same command continues the schedule from the
 turns in history.jsonl (OUT/infer_config.json identifies the run; another config is refused unless
 `overwrite`); a finished run (summary.json says so) is not redone. best.py is removed when a run starts and
@@ -12,16 +14,52 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from drk.agent.episode import Episode, EpisodeConfig, Turn, infra_failure, new_episode
 from drk.agent.stts import STTSConfig, run_stts, total_turns
+from drk.config import ConfigError
+from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine, load_tasks,
+                         open_gym)
 from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl, write_json
 from drk.tasks import Task
 
 OUTPUTS = ("history.jsonl", "best.py", "summary.json")
+
+
+@dataclass
+class InferConfig:
+    """What `drk infer` runs: one task, one model, the STTS schedule."""
+    task_file: Path                      # the task (KernelBench format)
+    out: Path                            # writes OUT/history.jsonl, OUT/best.py, OUT/summary.json
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    # turns of the first iteration; history = the selection (topw: top-w by reward, the paper | window: best
+    # consecutive window); keep = past turns carried into each new context; sampling; evaluation protocol
+    episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(turns=5, history="topw"))
+    iterations: int = 10                 # STTS iterations (the first is a multi-turn episode)
+    limit: int | None = None             # stop after N turns in all: the schedule is shortened, first iteration first
+    gym: GymOptions = field(default_factory=lambda: GymOptions(workers=1))
+    overwrite: bool = False              # replace a run in `out` made with other settings (default: refuse)
+
+
+def run(cfg: InferConfig, *, on_turn: Callable[[dict], None] | None = None) -> tuple[Episode | None, dict]:
+    """`drk infer`: returns `infer_task`'s (episode, summary); `on_turn(record)` after each turn."""
+    turns, keep, select = cfg.episode.turns, cfg.episode.keep, cfg.episode.history
+    if select not in ("topw", "window"):
+        raise ConfigError("--select must be topw or window")
+    device = cfg.episode.eval_options.device
+    check_device(device)
+    check_out(cfg.out)
+    [task] = load_tasks(TaskSelection(task_file=cfg.task_file))
+    engine = load_engine(cfg.engine, device)
+    scfg = STTSConfig(cfg.iterations, turns, 1, keep, select)
+    if cfg.limit:
+        scfg = STTSConfig(max(1, 1 + cfg.limit - min(turns, cfg.limit)), min(turns, cfg.limit), 1, keep, select)
+    with open_gym(cfg.gym, device) as pool:
+        episode = replace(cfg.episode, eval_options=replace(cfg.episode.eval_options, device=pool.device))
+        return infer_task(task, engine, pool, episode, scfg, cfg.out, on_turn=on_turn, overwrite=cfg.overwrite)
 
 
 def _finished_summary(out: Path) -> dict | None:
@@ -32,9 +70,9 @@ def _finished_summary(out: Path) -> dict | None:
     return s if s.get("finished") else None
 
 
-def run_infer(task: Task, engine, gym, cfg: EpisodeConfig, scfg: STTSConfig, out_dir: str | Path,
-              on_turn: Callable[[dict], None] | None = None, overwrite: bool = False
-              ) -> tuple[Episode | None, dict]:
+def infer_task(task: Task, engine, gym, cfg: EpisodeConfig, scfg: STTSConfig, out_dir: str | Path,
+               on_turn: Callable[[dict], None] | None = None, overwrite: bool = False
+               ) -> tuple[Episode | None, dict]:
     """Returns (episode, summary); (None, the old summary) when OUT already holds this finished run."""
     out = Path(out_dir)
     resumed = claim_run_dir(out, "infer_config.json", {"task": task.id, "task_hash": task.source_hash,

@@ -1,5 +1,7 @@
 """`drk collect`: multi-turn trajectories from a teacher, written to OUT/trajectories.jsonl.
 
+Entry: `run(CollectConfig) -> stats` loads the queries, the teacher and the evaluator, then `collect`s.
+
 One line per finished episode (`Episode.record`): uuid, task, messages (alternating user/assistant, ready
 for SFT), per-turn code/result/reward/feedback, best_round, final_speedup, teacher, usage.
 
@@ -14,16 +16,48 @@ with verdict infra_error, the run stops after the wave in flight (InfraError) an
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from drk.agent.episode import (STOPPED_INFRA, Episode, EpisodeConfig, episode_uuid, infra_failure, new_episode,
                                run_episodes)
+from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine,
+                         load_training_tasks, open_gym)
 from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl
 from drk.tasks import Task
 
 OUTPUTS = ("trajectories.jsonl", "infra_errors.jsonl")
+
+
+@dataclass
+class CollectConfig:
+    """What `drk collect` runs: which queries, which teacher, how many episodes, evaluated where."""
+    out: Path                            # writes OUT/trajectories.jsonl (and infra_errors.jsonl)
+    tasks: TaskSelection = field(default_factory=TaskSelection)     # a query set or KernelBench levels
+    engine: EngineOptions = field(default_factory=EngineOptions)    # the teacher
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)   # turns, sampling, evaluation protocol
+    gym: GymOptions = field(default_factory=GymOptions)
+    samples: int = 1                     # episodes per query
+    wave: int = 32                       # episodes run together (an interrupt loses at most one wave)
+    overwrite: bool = False              # replace a collection in `out` made with other settings (default: refuse)
+
+
+def run(cfg: CollectConfig, *, on_start: Callable[[int, int], None] | None = None,
+        on_episode: Callable[[Episode], None] | None = None) -> dict:
+    """`drk collect`: returns `collect`'s stats. `on_start(todo, skipped)` once the work is known,
+    `on_episode` after each finished episode."""
+    device = cfg.episode.eval_options.device
+    check_device(device)
+    check_out(cfg.out)
+    tasks = load_training_tasks(cfg.tasks)
+    engine = load_engine(cfg.engine, device)
+    teacher = ("template" + "".join(f" {o}" for o in cfg.engine.template_opts) if cfg.engine.kind == "template"
+               else cfg.engine.model or "")
+    with open_gym(cfg.gym, device) as pool:
+        episode = replace(cfg.episode, eval_options=replace(cfg.episode.eval_options, device=pool.device))
+        return collect(tasks, engine, pool, episode, cfg.out, samples=cfg.samples, teacher=teacher, wave=cfg.wave,
+                       overwrite=cfg.overwrite, on_start=on_start, on_episode=on_episode)
 
 
 def _usage(ep: Episode) -> dict:

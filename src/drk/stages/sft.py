@@ -9,7 +9,8 @@ Filters: `all` episodes; `correct` = episodes with at least one correct turn; `u
 truncated after their best turn (the conversation ends with the best kernel).
 
 Outputs in OUT: the Hugging Face checkpoint (full model or LoRA adapter) with its tokenizer, and
-`sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`.
+`sft_config.json`, the resolved config. The paper's setting is `recipes/sft.yaml`. Entry: `run(recipe,
+overrides)`.
 
 Resume: OUT belongs to one run (its `sft_config.json`). Running the same command again continues from the
 trainer's latest `checkpoint-N` in OUT (model, optimizer, scheduler, RNG and data position), or does nothing
@@ -26,8 +27,10 @@ import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from drk.config import ConfigError
+from drk.config import ConfigError, load_config
+from drk.loading import check_report_to, load_policy
 from drk.records import claim_run_dir, read_jsonl, write_json
 
 
@@ -106,22 +109,6 @@ def truncate_after_turn(messages: list[dict], turn: int) -> list[dict]:
     return messages
 
 
-def load_model_and_tokenizer(name: str, out: Path, dtype=None):
-    """A model and tokenizer; "tiny" / "small" / "qwen3-0.6b" are built offline with random weights."""
-    from drk.engines.tiny import SIZES, build_tiny_model
-
-    if name in SIZES:
-        return build_tiny_model(out / "base-model", size=name)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype or "auto")
-    except OSError as e:
-        raise ConfigError(f"cannot load model {name}: {str(e).splitlines()[0]}") from None
-    return model, tok
-
-
 def ensure_training_template(tokenizer) -> None:
     """Give ChatML tokenizers without generation markers drk's ChatML training template (TRL patches the
     templates it knows itself)."""
@@ -152,7 +139,7 @@ def build_trainer(cfg: SFTConfig, rows: list[dict] | None = None):
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_conversations(cfg) if rows is None else rows
-    model, tok = load_model_and_tokenizer(cfg.model, out)
+    model, tok = load_policy(cfg.model, save_offline_to=out / "base-model")
     ensure_training_template(tok)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     accum = max(1, cfg.batch_size // max(1, cfg.micro_batch_size * world))
@@ -246,17 +233,21 @@ class _StopOnInterrupt:
               file=sys.stderr, flush=True)
 
 
-def run_sft(cfg: SFTConfig, overwrite: bool = False, on_start=None) -> dict:
-    """Train (or resume, or find finished) the run in `cfg.out`. Returns the summary, with `finished_before`
-    true when there was nothing to do. `on_start(state, checkpoint)` is called before training. Raises
-    KeyboardInterrupt after Ctrl-C, once the checkpoint is saved."""
+def run(recipe: str | Path | None = None, overrides: dict | None = None, *, overwrite: bool = False,
+        on_start: Callable[[SFTConfig, Path | None], None] | None = None) -> tuple[SFTConfig, dict]:
+    """`drk sft`: the config (a recipe under `overrides`), then train, resume or find finished the run in its
+    `out`. Returns (config, summary); the summary has `finished_before` true when there was nothing to do.
+    `on_start(cfg, checkpoint)` before training; `checkpoint` is the one the run continues from, or None.
+    Raises KeyboardInterrupt after Ctrl-C, once the checkpoint is saved."""
+    cfg = load_config(SFTConfig, recipe, overrides or {})
+    check_report_to(cfg.report_to)
     out = Path(cfg.out)
     rows = load_conversations(cfg)  # bad data is refused before OUT is claimed for this config
     state, ck = claim_sft_dir(cfg, overwrite=overwrite)
     if state == "finished":
-        return {**json.loads((out / "sft_summary.json").read_text()), "finished_before": True}
+        return cfg, {**json.loads((out / "sft_summary.json").read_text()), "finished_before": True}
     if on_start is not None:
-        on_start(state, ck)
+        on_start(cfg, ck)
     trainer = build_trainer(cfg, rows)
     stop = _StopOnInterrupt()
     trainer.add_callback(stop.callback)
@@ -275,4 +266,4 @@ def run_sft(cfg: SFTConfig, overwrite: bool = False, on_start=None) -> dict:
     summary = {"train_loss": result.training_loss, "losses": losses, "steps": trainer.state.global_step,
                "examples": len(trainer.train_dataset)}
     write_json(out / "sft_summary.json", summary)  # last: its presence means the run is complete
-    return summary
+    return cfg, summary

@@ -29,6 +29,9 @@ Everything the run needs to continue is checkpointed every `checkpoint_every` st
 optimizer, scheduler, RNG states through accelerate, step and data position); `drk rl --resume DIR`
 continues exactly. Logs: OUT/metrics.jsonl per step, OUT/rollouts/step_XXXXX.jsonl, TensorBoard when
 installed.
+
+Entry: `run` (config, run directory, resume) around `train` (the loop). Turns are judged by the evaluator
+unless an `Environment` is passed in code (the tests' learnable toy reward: drk.testing.toy_env).
 """
 from __future__ import annotations
 
@@ -38,15 +41,17 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 
-from drk.config import ConfigError
+from drk.config import ConfigError, build, load_config, merge
 from drk.engines.base import TimedEngine
+from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
 from drk.records import JsonlWriter, write_json
+from drk.tasks import Task
 from drk.train import algos, selection
 from drk.train.algos import AlgoConfig
 from drk.train.selection import LossScaling, TurnSelection
@@ -61,7 +66,7 @@ class RLConfig:
     out: str = "runs/rl"
     queries: str = "data/queries"    # query set (folder, JSONL/parquet, HF id); see drk.tasks.queries
     problems: str | None = None      # subset of the query set: 1-10,15
-    env: str = "gym"                 # gym (the evaluator) | toy (reward for emitting a code block; tests)
+    env: str = "gym"                 # gym (the evaluator); a run given an Environment in code records its name
     steps: int = 300
     prompts_per_step: int = 16       # B
     rollouts: int = 16               # N per prompt
@@ -134,16 +139,10 @@ class QuerySampler:
 
 # ---------------------------------------------------------------------------------------------- setup
 def build_policy(cfg: RLConfig, device: str):
-    from drk.engines.tiny import SIZES, build_tiny_model
-    from drk.train.sft import load_model_and_tokenizer
-
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(cfg.dtype)
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if cfg.model in SIZES:
-        model, tok = build_tiny_model(None, size=cfg.model, seed=cfg.seed, dtype=dtype)
-    else:
-        model, tok = load_model_and_tokenizer(cfg.model, Path(cfg.out), dtype=dtype)
+    model, tok = load_policy(cfg.model, dtype=dtype, seed=cfg.seed)
     model = model.to(device=device, dtype=dtype)
     if cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -159,15 +158,6 @@ def build_optimizer(model, cfg: RLConfig) -> torch.optim.Optimizer:
     """AdamW over the trained parameters, decay included (the released trainer decays every parameter)."""
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
                              weight_decay=cfg.weight_decay)
-
-
-def load_tasks(cfg: RLConfig):
-    from drk.tasks.queries import load_queries, warn_if_benchmark
-
-    tasks = load_queries(cfg.queries, cfg.problems)
-    tasks = tasks[:cfg.limit] if cfg.limit else tasks
-    warn_if_benchmark(tasks, cfg.queries)
-    return tasks
 
 
 def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
@@ -198,8 +188,31 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     return False
 
 
+@dataclass
+class Environment:
+    """Where the rollouts' turns are judged. By default (`env=None`) the evaluator `cfg.gym` names, with the
+    reward of `drk.gym.reward`; a caller may pass another to `run`/`train` (tests pass
+    `drk.testing.toy_env.toy_env()`). The run records its `name` as `env` in rl_config.json, and a run
+    started with one is resumed only when it is passed again."""
+    name: str
+    gym: Any                                           # evaluate_batch(requests, on_result=None) -> results
+    turn_reward: Callable[[str], float] | None = None  # a turn's reward from its completion, instead of the result's
+    first_prompt: Callable[[Task], str] | None = None  # each episode's first user message, instead of drk.agent's
+
+
+def _with_env(cfg: RLConfig, env: Environment | None) -> RLConfig:
+    """The config as the run records it: `env` names the environment given in code. Without one, only the
+    evaluator can be built."""
+    if env is not None:
+        return replace(cfg, env=env.name)
+    if cfg.env != "gym":
+        raise ConfigError(f"env {cfg.env!r}: drk rl builds only gym (the evaluator); a run with another "
+                          "environment is started and resumed in code, passing it to drk.stages.rl.run(env=...)")
+    return cfg
+
+
 # ---------------------------------------------------------------------------------------------- rollouts
-def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
+def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tokenizer):
     """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
     from drk.agent.episode import EpisodeConfig, new_episode
     from drk.agent.episode import step as turn_step
@@ -213,10 +226,10 @@ def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
                          eval_options=EvalOptions(device=cfg.eval_device, timeout_s=cfg.eval_timeout_s,
                                                   input_budget_mb=cfg.eval_input_budget_mb))
     groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
-    if cfg.env == "toy":
+    if env.first_prompt is not None:
         for g in groups:
             for ep in g:
-                ep.first_messages = [{"role": "user", "content": f"Write a python code block for {ep.task.name}."}]
+                ep.first_messages = [{"role": "user", "content": env.first_prompt(ep.task)}]
     flat = [ep for g in groups for ep in g]
     for t in range(cfg.turns):
         active = [ep for ep in flat if not ep.stopped]
@@ -225,10 +238,10 @@ def rollout(cfg: RLConfig, tasks: list, engine, gym, step: int, tokenizer):
             break
         ecfg.sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                                        seed=cfg.seed * 1_000_003 + step * 1009 + t)
-        new = turn_step(active, engine, gym, ecfg)
-        if cfg.env == "toy":
+        new = turn_step(active, engine, env.gym, ecfg)
+        if env.turn_reward is not None:
             for turn in new:
-                turn.reward = ToyEnv.reward(turn.completion)
+                turn.reward = env.turn_reward(turn.completion)
     return groups
 
 
@@ -241,21 +254,6 @@ def _context_fits(ep, tokenizer, cfg: RLConfig) -> bool:
         ep.stopped = "context_limit"
         return False
     return True
-
-
-class ToyEnv:
-    """A learnable stand-in for the evaluator (tests, demos of the learning loop): the reward is about
-    emitting a code block — 1 for a reply that contains a code fence (```), otherwise 0.1 per backtick
-    (up to 0.9), dense enough for a randomly initialised policy to climb."""
-
-    @staticmethod
-    def reward(text: str) -> float:
-        return 1.0 if "```" in text else min(0.9, 0.1 * text.count("`"))
-
-    def evaluate_batch(self, reqs, on_result=None):
-        from drk.gym.types import EvalResult
-
-        return [EvalResult(task=r.task.id, verdict="ok", compiled=True, correct=True, coverage=1.0) for r in reqs]
 
 
 # ---------------------------------------------------------------------------------------------- the step
@@ -541,16 +539,15 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 # ---------------------------------------------------------------------------------------------- the loop
 def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
-          on_step: Callable[[dict], None] | None = None) -> dict:
+          on_step: Callable[[dict], None] | None = None, env: Environment | None = None) -> dict:
     """Run (or resume) RL training; returns the last step's metrics. `on_step(metrics)` after every step
-    (main process)."""
+    (main process). `env`: where turns are judged (default: the evaluator `cfg.gym` names)."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
     from transformers import get_constant_schedule_with_warmup
 
     out = Path(cfg.out)
-    if cfg.env not in ("gym", "toy"):
-        raise ConfigError(f"env must be gym or toy, got {cfg.env!r}")
+    cfg = _with_env(cfg, env)
     if cfg.top_p < 1.0 and cfg.algo.use_mrs:
         # the engine reports log-probs of the truncated distribution it sampled from, the trainer's are of the
         # full one, so every trajectory's ratio sits below 1 by the truncated mass and MRS drops nearly all
@@ -565,7 +562,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     optimizer = build_optimizer(model, cfg)
     scheduler = get_constant_schedule_with_warmup(optimizer, cfg.warmup_steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    tasks = load_tasks(cfg)
+    tasks = load_training_tasks(TaskSelection(queries=cfg.queries, problems=cfg.problems, limit=cfg.limit))
     world, rank = accelerator.num_processes, accelerator.process_index
     sampler = QuerySampler(len(tasks), cfg.seed)
     start = 0
@@ -582,7 +579,14 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "rl_config.json", asdict(cfg))
-    engine, gym = _engine_and_gym(cfg, accelerator, model, tok)
+    engine = _engine(cfg, accelerator, model, tok)
+    own_gym = env is None
+    if own_gym:
+        from drk.gym.transport.backends import make_gym
+
+        cache = str(out / "eval_cache.sqlite") if cfg.eval_cache else None
+        env = Environment("gym", make_gym(cfg.gym, device=cfg.eval_device, workers=cfg.eval_workers,
+                                          cache_path=cache))
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     vocab_limit = len(tok) if accelerator.unwrap_model(model).config.vocab_size > len(tok) else None
     if trackers:  # metrics.jsonl always has everything; a tracker is an extra view of it
@@ -596,7 +600,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 t0 = time.perf_counter()
                 idx = sampler.take(cfg.prompts_per_step)
                 mine = [tasks[i] for k, i in enumerate(idx) if k % world == rank]
-                groups = rollout(cfg, mine, engine, gym, step, tok)
+                groups = rollout(cfg, mine, engine, env, step, tok)
                 times = {"rollout": time.perf_counter() - t0}
                 gen_tokens = sum(len(t.token_ids or []) for g in groups for ep in g for t in ep.turns)
                 times["generate"] = engine.take_seconds()
@@ -652,15 +656,49 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
         # (gloo) and turn a finished run into a failed one
         accelerator.wait_for_everyone()
     finally:
-        if hasattr(gym, "close"):
-            gym.close()
+        if own_gym:
+            env.gym.close()
         if tb is not None:
             tb.close()
         accelerator.end_training()  # finishes trackers and destroys the process group
     return metrics
 
 
-def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
+def run(recipe: str | Path | None = None, overrides: dict | None = None, *, resume: Path | None = None,
+        overwrite: bool = False, stop_after: int | None = None, env: Environment | None = None,
+        on_start: Callable[[RLConfig, int | None], None] | None = None,
+        on_step: Callable[[dict], None] | None = None) -> tuple[RLConfig, dict]:
+    """`drk rl`: the run's config — a recipe under `overrides`, or with `resume` the saved config of the run in
+    that directory under them — then `train`, from scratch or from the run's latest checkpoint. Without
+    `resume`, an `out` holding this very run with a checkpoint continues it (the same command resumes), and
+    one holding another run is refused unless `overwrite`.
+
+    Returns (config, the last step's metrics); the metrics are {"finished_before": True, "step": N} when
+    `out` already holds this finished run. `on_start(cfg, step)` before training, `step` being where the same
+    command continues its run (None otherwise)."""
+    overrides = overrides or {}
+    continues = None
+    if resume is not None:
+        saved = Path(resume) / "rl_config.json"
+        if not saved.exists():
+            raise ConfigError(f"nothing to resume: {saved} not found")
+        cfg = _with_env(build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides)),
+                        env)
+    else:
+        cfg = _with_env(load_config(RLConfig, recipe, overrides), env)
+        if check_run_dir(cfg, overwrite=overwrite):  # another run's directory is refused
+            continues = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())["step"]
+            if continues >= cfg.steps:
+                return cfg, {"finished_before": True, "step": continues}
+    check_report_to(cfg.report_to)
+    check_device(cfg.eval_device, "--eval-device")
+    if on_start is not None:
+        on_start(cfg, continues)
+    return cfg, train(cfg, resume=resume is not None or continues is not None, stop_after=stop_after,
+                      on_step=on_step, env=env)
+
+
+def _engine(cfg: RLConfig, accelerator, model, tok):
     if cfg.engine == "vllm":
         from drk.engines.base import EngineSpec
         from drk.engines.vllm_engine import VLLMEngine
@@ -671,13 +709,7 @@ def _engine_and_gym(cfg: RLConfig, accelerator, model, tok):
 
         engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}",
                           deterministic=cfg.deterministic_generation, decode=cfg.decode)
-    engine = TimedEngine(engine)
-    if cfg.env == "toy":
-        return engine, ToyEnv()
-    from drk.gym.transport.backends import make_gym
-
-    cache = str(Path(cfg.out) / "eval_cache.sqlite") if cfg.eval_cache else None
-    return engine, make_gym(cfg.gym, device=cfg.eval_device, workers=cfg.eval_workers, cache_path=cache)
+    return TimedEngine(engine)
 
 
 def _tensorboard(out: Path):
