@@ -601,3 +601,16 @@ def test_hf_engine_cuda_bf16_qwen3_06b_shape():
     same = sum(x[0].token_ids[:8] == y[0].token_ids[:8] for x, y in zip(a, b))
     print(f"greedy graph vs dynamic: {same}/{len(CONVS)} rows share their first 8 tokens (bf16)")
     assert same >= 1
+
+
+def test_the_engine_kind_the_user_names_is_the_one_built(tmp_path, tiny):
+    """`--engine hf` with a --base-url must load the local model, not call the endpoint: the kind was dropped
+    on the way to the engine factory, so every kind but template fell back to "auto"."""
+    from drk.engines.local import HFEngine
+    from drk.loading import EngineOptions, load_engine
+
+    model, tokenizer = tiny
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    eng = load_engine(EngineOptions(model=str(tmp_path / "m"), base_url="http://127.0.0.1:9/v1", kind="hf"), "cpu")
+    assert isinstance(eng, HFEngine)

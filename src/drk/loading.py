@@ -186,7 +186,7 @@ def load_engine(opts: EngineOptions, device: str = "auto"):
                               "--base-url)")
     # DRK_BACKOFF_BASE_S: the first retry's mean delay (tests shorten it; the default suits real endpoints)
     extra = {"backoff_base_s": float(os.environ["DRK_BACKOFF_BASE_S"])} if os.environ.get("DRK_BACKOFF_BASE_S") else {}
-    spec = EngineSpec(model=model, base_url=opts.base_url, api_key_env=opts.api_key_env,
+    spec = EngineSpec(model=model, kind=opts.kind, base_url=opts.base_url, api_key_env=opts.api_key_env,
                       max_concurrency=opts.concurrency, device="cuda" if device.startswith("cuda") else device,
                       max_retries=opts.max_retries, extra=extra)
     try:
