@@ -75,6 +75,11 @@ class EvalOptions:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def protocol(self) -> dict:
+        """The options that change what a result says: all but the wall budget. The cache keys on exactly
+        these and the judge records them in the result (with what it resolved from them)."""
+        return {k: v for k, v in self.to_dict().items() if k != "timeout_s"}
+
     @classmethod
     def from_dict(cls, d: dict | None) -> "EvalOptions":
         names = {f.name for f in dataclasses.fields(cls)}

@@ -387,9 +387,7 @@ class TaskSetupError(RuntimeError):
 
 
 def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
-    keys = ("trials", "tolerance", "seed", "warmup", "timing_trials", "l2_flush", "compile_baseline",
-            "input_budget_mb", "scale", "max_plausible_speedup", "low_coverage")
-    p = {k: getattr(opts, k) for k in keys}
+    p = opts.protocol()
     p["timing"] = bool(opts.timing and cuda)
     if p["timing"]:
         p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check",

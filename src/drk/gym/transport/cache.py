@@ -29,9 +29,6 @@ from drk.gym import types as T
 from drk.gym.transport.base import SubmitBackend
 
 NOT_CACHED = (T.TIMEOUT, T.CRASHED)
-PROTOCOL_KEYS = ("device", "trials", "tolerance", "seed", "timing", "warmup", "timing_trials", "l2_flush",
-                 "compile_baseline", "profile", "input_budget_mb", "scale", "fp64_check", "max_plausible_speedup",
-                 "low_coverage")
 
 
 def environment_of(device: str, versions: dict) -> str:
@@ -42,8 +39,7 @@ def environment_of(device: str, versions: dict) -> str:
 
 
 def content_key(req: T.EvalRequest) -> str:
-    opts = req.options.to_dict()
-    proto = {k: opts.get(k) for k in PROTOCOL_KEYS}
+    proto = req.options.protocol()
     h = hashlib.sha256()
     for part in (req.task.source, req.source, json.dumps(proto, sort_keys=True)):
         h.update(part.encode())
