@@ -24,7 +24,7 @@ fi
 KB=${KB:-.dev/kb}
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --format=csv
 date -u; git log -1 --format=%H 2>/dev/null; pwd; id
-left() { local l=$(( ${1:-570} - SECONDS )); [ $l -gt 10 ] && echo $l || echo 10; }
+left() { local l=$(( ${1:-${BUDGET:-570}} - SECONDS )); [ $l -gt 10 ] && echo $l || echo 10; }
 case "$PART" in
 first)
   echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"

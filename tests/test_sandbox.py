@@ -261,3 +261,20 @@ def test_triton_may_run_its_compiler_named_by_a_bare_cc_variable(tmp_path, monke
     # and the real compiler started from candidate code is still refused
     with pytest.raises(PermissionError, match="outside Triton"):
         _call_from(str(tmp_path / "solution.py"), "pol.check_exec(['gcc', '-v'], search_path=True)", {"pol": pol})
+
+
+def test_the_c_compiler_triton_runs_is_inside_the_candidates_view(tmp_path, monkeypatch):
+    """A correct kernel must not be rejected because the host's C compiler lives outside the system folders:
+    the H200's image sets CC=/opt/gcc/bin/gcc, /opt is hidden from candidates, so Triton could not build its
+    launcher there and every GPU candidate was `forbidden`. The compiler's install prefix is bound."""
+    from drk.gym.sandbox.isolation import _needed_paths
+
+    cc = tmp_path / "gcc" / "bin" / "gcc"
+    cc.parent.mkdir(parents=True)
+    cc.write_text("#!/bin/sh\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    assert str(tmp_path / "gcc") in _needed_paths()
+    monkeypatch.setenv("CC", "gcc")  # a bare name: found on PATH
+    monkeypatch.setenv("PATH", f"{cc.parent}{os.pathsep}{os.environ['PATH']}")
+    assert str(tmp_path / "gcc") in _needed_paths()

@@ -114,7 +114,26 @@ def _needed_paths() -> list[str]:
         for p in (os.environ.get(var) or "").split(os.pathsep):
             if p and os.path.isdir(p):
                 paths.add(p)
+    paths.update(_compiler_prefixes())
     return sorted({os.path.realpath(p) for p in paths} | paths)
+
+
+def _compiler_prefixes() -> list[str]:
+    """Install prefixes of the C compiler Triton runs for its launchers (CC, else gcc on PATH): a toolchain
+    outside the system folders (CC=/opt/gcc/bin/gcc) must be in the candidate's view, read-only, or no
+    candidate on the GPU can launch a kernel. .../bin/gcc -> ... (its libexec and libraries live there)."""
+    import shutil
+
+    cc = os.environ.get("CC") or "gcc"
+    found = [p for p in {cc if os.path.dirname(cc) else shutil.which(cc), shutil.which("gcc")} if p]
+    out = []
+    for p in found:
+        for exe in {p, os.path.realpath(p)}:
+            d = os.path.dirname(exe)
+            prefix = os.path.dirname(d) if os.path.basename(d) == "bin" else d
+            if os.path.isdir(prefix) and prefix != "/":
+                out.append(prefix)
+    return out
 
 
 def _under_hidden(path: str, hidden: tuple[str, ...]) -> bool:
