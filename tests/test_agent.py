@@ -64,6 +64,7 @@ def turn_of(messages: list[dict]) -> int:
     return sum(m["role"] == "assistant" for m in messages)
 
 
+@pytest.mark.slow
 def test_collect_feedback_flows_and_resume(tmp_path):
     """Turn 1 broken, turn 2 no code, turn 3 correct; a 500 on the first request is retried."""
     first_call = threading.Event()

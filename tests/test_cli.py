@@ -48,6 +48,7 @@ def test_eval_pair_wrong_kernel_exits_nonzero():
     assert res.exit_code == 1 and "Verdict: incorrect" in res.output
 
 
+@pytest.mark.slow
 def test_eval_solutions_folder_writes_results_and_summary(tmp_path):
     out = tmp_path / "run"
     res = runner.invoke(app, ["eval", "--tasks", str(ROOT / "data/queries"), "--problems", "1,3,7",
@@ -80,6 +81,7 @@ def test_user_errors_are_one_line(tmp_path):
         assert "drk: error:" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.slow
 def test_recipes_set_defaults_and_flags_win(tmp_path):
     from drk.config import load_yaml
 

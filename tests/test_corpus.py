@@ -16,6 +16,8 @@ from drk.tasks import task_from_file
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 CPU_CORPUS = [p for p in CORPUS if read_corpus_header(p).get("device", "any") in ("cpu", "any")]
 QUERY_SOLUTIONS = sorted((ROOT / "data" / "query_solutions").glob("*.py"))
+# every test here reads one module fixture that evaluates the whole corpus, so the module is marked as a whole
+pytestmark = pytest.mark.slow
 
 
 def options(timeout: float = 120.0) -> EvalOptions:

@@ -18,6 +18,7 @@ from conftest import ROOT
 HELPER = str(ROOT / "tests" / "dist_train_step.py")
 
 
+@pytest.mark.slow
 def test_two_processes_match_one(tmp_path):
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     if torchrun is None:

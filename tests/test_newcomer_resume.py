@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
@@ -25,6 +26,7 @@ def eval_args(out, url, problems="1,3", turns="1"):
             "--model", "m", "--base-url", url, "--out", str(out)]
 
 
+@pytest.mark.slow
 def test_eval_model_resume_runs_only_the_missing_episodes_in_the_same_files(tmp_path):
     out = tmp_path / "e"
     with ScriptedServer(lambda m, r, i: solution_for(m)) as srv:
@@ -53,6 +55,7 @@ def test_finished_run_rerun_says_so_and_does_nothing(tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before  # not a file touched
 
 
+@pytest.mark.slow
 def test_directory_of_another_run_is_refused_unless_overwrite(tmp_path):
     out = tmp_path / "e"
     with ScriptedServer(lambda m, r, i: solution_for(m)) as srv:
@@ -65,6 +68,7 @@ def test_directory_of_another_run_is_refused_unless_overwrite(tmp_path):
     assert {r["turn"] for r in read_jsonl(out / "results.jsonl")} == {0, 1}
 
 
+@pytest.mark.slow
 def test_sigint_mid_run_keeps_finished_episodes_and_prints_resume_hint(tmp_path):
     """A slow teacher; SIGINT once the first episode is on disk: exit 130 with a resume hint, the finished
     episode kept; the same command then runs only the rest."""
@@ -118,6 +122,7 @@ def test_infer_never_leaves_a_stale_best_py(tmp_path):
     assert not (out / "best.py").exists()
 
 
+@pytest.mark.slow
 def test_infer_resumes_from_its_last_finished_turn(tmp_path):
     out = tmp_path / "i"
     task = str(QUERIES / "001_scaled_tanh_bias.py")

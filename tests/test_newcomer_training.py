@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
@@ -65,6 +66,7 @@ def test_sft_directory_of_another_run_is_refused_unless_overwrite(tmp_path):
     assert json.loads((out / "sft_summary.json").read_text())["steps"] == 1
 
 
+@pytest.mark.slow
 def test_sft_sigint_saves_a_checkpoint_and_the_same_command_resumes_to_the_same_result(tmp_path):
     """SIGINT after the first logged step: exit 130 with a resume hint and a checkpoint before the end; the
     same command then trains only the remaining steps and ends where an uninterrupted run ends."""

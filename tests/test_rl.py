@@ -29,6 +29,7 @@ TOY = {"model": "tiny", "queries": str(ROOT / "data/queries"), "prompts_per_step
        "algo": {"use_prs": False}}
 
 
+@pytest.mark.slow
 def test_policy_learns_the_toy_reward(tmp_path):
     cfg = load_config(RLConfig, None, {**TOY, "steps": 30, "out": str(tmp_path), "checkpoint_every": 100,
                                         "log_rollouts": False})
@@ -45,6 +46,7 @@ def _weights(path: Path) -> dict:
     return load_file(str(path / "model.safetensors"))
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_state(tmp_path):
     base = {**TOY, "steps": 6, "checkpoint_every": 1, "prompts_per_step": 8}
     ref = load_config(RLConfig, None, {**base, "out": str(tmp_path / "ref")})
@@ -127,6 +129,7 @@ def test_non_finite_gradient_skips_the_update():
     assert all(torch.isfinite(v).all() for v in model.state_dict().values())
 
 
+@pytest.mark.slow
 def test_tiny_recipe_runs_with_the_evaluator(tmp_path):
     from typer.testing import CliRunner
 

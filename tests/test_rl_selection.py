@@ -14,6 +14,7 @@ import torch
 
 from drk.agent.episode import STOPPED_INFRA, Turn
 from drk.config import ConfigError, load_config
+from drk.gym.types import EvalResult
 from drk.train import selection
 from drk.stages.rl import RLConfig, build_optimizer, rejection_masks, rewards_and_advantages, turn_rows
 from drk.train.selection import (LossScaling, TurnSelection, flat_group_keep, low_spread_groups, micro_batch_weight,
@@ -173,7 +174,7 @@ def test_regressed_turns_by_hand():
 def _turn(t: int, reward: float, code: bool = True, coverage: float | None = None) -> Turn:
     return Turn(index=t, completion="reply", code="code" if code else None, reward=reward, token_ids=[1, 2],
                 logprobs=[-1.0, -1.0], prompt_token_ids=[3, 4],
-                result={"verdict": "ok" if reward > 0 else "incorrect", "coverage": coverage} if code else None)
+                result=EvalResult("t", verdict="ok" if reward > 0 else "incorrect", coverage=coverage) if code else None)
 
 
 def _episode(rewards, stopped: str = "", no_code: tuple = (), coverage=None):

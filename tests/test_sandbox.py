@@ -98,6 +98,7 @@ def test_a_candidate_process_killed_mid_evaluation_is_crashed_and_the_next_runs_
         assert _candidate_pids(uids) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="candidate uids exist only when the evaluator runs as root")
 def test_another_evaluator_on_the_host_cannot_kill_this_ones_candidates(tmp_path):
     """Two evaluators on one host (a `drk gym serve` beside a `drk eval`, two users' jobs) each kill every
@@ -118,6 +119,7 @@ def test_another_evaluator_on_the_host_cannot_kill_this_ones_candidates(tmp_path
         assert r.verdict == "ok", (r.verdict, r.error)
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_process_group_and_the_slot_recovers(tmp_path):
     hang = (ROOT / "tests/corpus/hang_loop.py").read_text()
     with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
@@ -127,6 +129,7 @@ def test_timeout_kills_the_process_group_and_the_slot_recovers(tmp_path):
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
 
 
+@pytest.mark.slow
 def test_dead_judge_is_restarted(tmp_path):
     with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path), slack_s=30) as pool:
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
@@ -143,6 +146,7 @@ def _drk(args: list[str], env_extra: dict) -> subprocess.CompletedProcess:
                           timeout=600, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_without_a_sandbox_drk_refuses_unless_the_user_says_unsafe(tmp_path):
     task = "data/queries/001_scaled_tanh_bias.py"
     sol = "data/query_solutions/001_scaled_tanh_bias.py"

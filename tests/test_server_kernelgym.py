@@ -117,6 +117,7 @@ def keep_probability(answer: dict) -> float:
     return min(1.0, max(0.0, (time_coverage(answer) - RECIPE["rs_threshold"]) / RECIPE["rs_factor"]))
 
 
+@pytest.mark.slow
 def test_trainer_sequence_rewards_the_correct_kernel_and_fails_the_rest(gym):
     health = httpx.get(f"{gym}/health", timeout=10).json()
     assert health["status"] == "healthy"

@@ -79,6 +79,7 @@ def poll(url: str, job: str, timeout: float = 120) -> dict:
     raise AssertionError("no result")
 
 
+@pytest.mark.slow
 def test_service_survives_hang_crash_and_garbage(server):
     jobs = {name: httpx.post(f"{server}/v1/submit", json={"request": req_json(src, **kw)}).json()["job_id"]
             for name, src, kw in [("hang", HANG, {"timeout_s": 8}), ("segv", SEGV, {}), ("good", GOOD, {})]}
@@ -112,6 +113,7 @@ def test_http_backend_and_batch(server):
         make_gym("http://127.0.0.1:9")
 
 
+@pytest.mark.slow
 def test_eval_cache_hits(tmp_path):
     with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
         gym = CachedGym(pool, str(tmp_path / "cache.sqlite"))
@@ -175,6 +177,7 @@ def test_eval_cache_never_answers_with_another_machines_numbers(tmp_path):
     assert CachedGym(FakeBackend("NVIDIA H200"), path).evaluate(broken).verdict == "compile_error"
 
 
+@pytest.mark.slow
 def test_ray_backend_on_local_ray(tmp_path):
     ray = pytest.importorskip("ray")
     from drk.gym.transport.ray_backend import RayGym

@@ -45,6 +45,7 @@ def test_only_assistant_tokens_are_trained(tmp_path):
     assert (labels != -100).sum() < 0.5 * len(labels)  # prompts and feedback (most tokens) are masked
 
 
+@pytest.mark.slow
 def test_loss_falls_and_checkpoint_loads(tmp_path):
     out = tmp_path / "sft"
     res = CliRunner().invoke(app, ["sft", "-c", str(ROOT / "recipes/tiny/sft.yaml"), "--out", str(out),

@@ -329,10 +329,10 @@ def eval_cmd(
         from drk.agent.feedback import feedback_text
 
         res = done.results[0]
-        typer.echo(json.dumps(res) if as_json else feedback_text(res))
+        typer.echo(json.dumps(res.to_dict()) if as_json else feedback_text(res))
         if done.infra:
             raise done.infra
-        raise typer.Exit(0 if res["verdict"] == "ok" else 1)
+        raise typer.Exit(0 if res.ok else 1)
     if done.mode == "model":
         if done.finished_before:
             typer.echo(f"nothing to do: all {done.tasks * samples} episodes are already in {done.out} (a finished "
@@ -348,8 +348,8 @@ def eval_cmd(
         return
     if as_json:
         for r in results:
-            typer.echo(json.dumps(r))
-    render_summary(done.summary, f"drk eval: {len(results)} candidates on {results[0].get('device') if results else '?'}")
+            typer.echo(json.dumps(r.to_dict()))
+    render_summary(done.summary, f"drk eval: {len(results)} candidates on {results[0].device if results else '?'}")
     if done.infra:
         raise done.infra
 
@@ -368,8 +368,10 @@ def _episode_note(ep) -> str:
     if ep.infra_error:
         return f"{ep.task.id}: infra_error"
     best = ep.best_turn()
-    return f"{ep.task.id}: " + ("ok" if best is not None else (ep.turns[-1].result or {}).get("verdict", "no code")
-                                 if ep.turns else "no turns")
+    if best is not None:
+        return f"{ep.task.id}: ok"
+    last = ep.turns[-1].result if ep.turns else None
+    return f"{ep.task.id}: " + (last.verdict if last is not None else "no code" if ep.turns else "no turns")
 
 
 @app.command("collect")
@@ -485,12 +487,14 @@ def infer_cmd(
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
         table.add_column(col)
 
-    def row(rec: dict) -> None:
-        r = rec.get("result") or {}
-        table.add_row(str(rec["index"] + 1), ",".join(str(i + 1) for i in rec.get("context_turns", [])) or "-",
-                      r.get("verdict", "no code"), "–" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
-                      "–" if r.get("coverage") is None else f"{r['coverage']:.0%}", f"{rec['reward']:.2f}")
-        typer.echo(f"turn {rec['index'] + 1}: {r.get('verdict', 'no code')} reward {rec['reward']:.2f}", err=True)
+    def row(turn) -> None:
+        r = turn.result
+        verdict = r.verdict if r is not None else "no code"
+        speedup, coverage = (r.speedup, r.coverage) if r is not None else (None, None)
+        table.add_row(str(turn.index + 1), ",".join(str(i + 1) for i in turn.context_turns) or "-", verdict,
+                      "–" if speedup is None else f"{speedup:.2f}x", "–" if coverage is None else f"{coverage:.0%}",
+                      f"{turn.reward:.2f}")
+        typer.echo(f"turn {turn.index + 1}: {verdict} reward {turn.reward:.2f}", err=True)
 
     _, summary = stage.run(cfg, on_turn=row)
     if summary.get("already_finished"):

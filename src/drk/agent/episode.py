@@ -22,7 +22,7 @@ from drk.agent.extract import extract_code
 from drk.agent.prompts import feedback_prompt, initial_messages
 from drk.engines.base import FINISH_ERROR, Engine, SamplingParams
 from drk.gym.reward import RewardWeights, turn_reward
-from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest
+from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest, EvalResult
 from drk.tasks import Task
 
 HISTORY_POLICIES = ("all", "topw", "window")
@@ -63,7 +63,7 @@ class Turn:
     completion: str
     code: str | None = None
     extraction_error: str = ""
-    result: dict | None = None        # EvalResult as a dict; None when there was no code to evaluate
+    result: EvalResult | None = None  # None when there was no code to evaluate
     reward: float = 0.0
     feedback: str = ""                # the user message that followed this turn
     context_turns: list[int] = field(default_factory=list)  # which earlier turns were in this turn's context
@@ -76,24 +76,29 @@ class Turn:
 
     @property
     def ok(self) -> bool:
-        return bool(self.result and self.result.get("verdict") == "ok")
+        return self.result is not None and self.result.ok
 
     @property
     def speedup(self) -> float | None:
-        return (self.result or {}).get("speedup")
+        return self.result.speedup if self.result is not None else None
 
     def to_dict(self) -> dict:
-        """The turn without its token ids and log-probs (those are for training, not for files)."""
-        d = asdict(self)
+        """The turn as a record: the result as a dict, without token ids and log-probs (those are for
+        training, not for files)."""
+        d = asdict(self)  # asdict turns the EvalResult into its to_dict() form
         for k in ("token_ids", "logprobs", "prompt_token_ids"):
             d.pop(k)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Turn":
-        """A turn read back from a record (a resumed run); unknown keys (e.g. "task") are ignored."""
+        """A turn read back from a record (a resumed run), its result typed again; unknown keys (e.g. "task")
+        are ignored."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        turn = cls(**{k: v for k, v in d.items() if k in names})
+        if isinstance(turn.result, dict):
+            turn.result = EvalResult.from_dict(turn.result)
+        return turn
 
 
 @dataclass
@@ -213,7 +218,7 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> li
                 owners.append(turn)
         turns.append(turn)
     for turn, res in zip(owners, gym.evaluate_batch(reqs) if reqs else []):
-        turn.result = res.to_dict()
+        turn.result = res
         if res.verdict == INFRA_ERROR:  # the evaluator failed, not the candidate: an infrastructure error
             turn.engine_error = f"evaluator: {res.error or 'infrastructure error'}"
     for ep, turn in zip(episodes, turns):

@@ -6,6 +6,8 @@ a hack defence fired. Same result in, same text out; never longer than `max_char
 """
 from __future__ import annotations
 
+from drk.gym.types import EvalResult
+
 EXPLAIN = {
     "ok": "Your kernel is correct.",
     "incorrect": "Your kernel ran but its outputs do not match the reference.",
@@ -34,36 +36,35 @@ def _fmt(x, spec=".3g") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
-def feedback_text(result: dict, max_chars: int = 2000, top_kernels: int = 5) -> str:
+def feedback_text(result: EvalResult, max_chars: int = 2000, top_kernels: int = 5) -> str:
     r = result
-    verdict = r.get("verdict", "crashed")
-    lines = [f"Verdict: {verdict}. {EXPLAIN.get(verdict, '')}".rstrip()]
-    if r.get("error"):
-        err = r["error"].strip()
+    lines = [f"Verdict: {r.verdict}. {EXPLAIN.get(r.verdict, '')}".rstrip()]
+    if r.error:
+        err = r.error.strip()
         if len(err) > 900:
             err = err[:300] + "\n...\n" + err[-560:]
         lines.append("Error:\n" + err)
-    if r.get("trials"):
-        lines.append(f"Correctness: {r.get('trials_passed', 0)}/{r['trials']} trials passed"
-                     + (f", max abs diff {_fmt(r.get('max_abs_diff'))}" if r.get("max_abs_diff") is not None else "")
-                     + f" (tolerance {_fmt((r.get('protocol') or {}).get('tolerance'))}).")
-    if verdict == "ok":
-        if r.get("runtime_ms") is not None:
-            lines.append(f"Speed: {_fmt(r['runtime_ms'], '.4g')} ms; speedup {_fmt(r.get('speedup'))}x vs eager PyTorch "
-                         f"({_fmt(r.get('ref_eager_ms'), '.4g')} ms), {_fmt(r.get('speedup_compile'))}x vs torch.compile "
-                         f"({_fmt(r.get('ref_compile_ms'), '.4g')} ms).")
+    if r.trials:
+        lines.append(f"Correctness: {r.trials_passed}/{r.trials} trials passed"
+                     + (f", max abs diff {_fmt(r.max_abs_diff)}" if r.max_abs_diff is not None else "")
+                     + f" (tolerance {_fmt((r.protocol or {}).get('tolerance'))}).")
+    if r.ok:
+        if r.runtime_ms is not None:
+            lines.append(f"Speed: {_fmt(r.runtime_ms, '.4g')} ms; speedup {_fmt(r.speedup)}x vs eager PyTorch "
+                         f"({_fmt(r.ref_eager_ms, '.4g')} ms), {_fmt(r.speedup_compile)}x vs torch.compile "
+                         f"({_fmt(r.ref_compile_ms, '.4g')} ms).")
         else:
             lines.append("Speed: not measured on this device (CPU interpreter); correctness only.")
-        if r.get("coverage") is not None:
-            lines.append(f"Triton coverage: {r['coverage']:.0%} of the forward's "
-                         f"{'GPU' if r.get('runtime_ms') is not None else 'wall'} time is in your Triton kernels.")
-        kernels = r.get("kernels") or []
+        if r.coverage is not None:
+            lines.append(f"Triton coverage: {r.coverage:.0%} of the forward's "
+                         f"{'GPU' if r.runtime_ms is not None else 'wall'} time is in your Triton kernels.")
+        kernels = r.kernels or []
         if kernels:
             rows = [f"  {k.get('name', '?')[:60]}: {_fmt(k.get('ms'), '.4g')} ms"
                     + (f" ({k['share']:.0%})" if k.get("share") is not None else "")
                     + (" [triton]" if k.get("triton") else "") for k in kernels[:top_kernels]]
             lines.append("Top kernels by time:\n" + "\n".join(rows))
-    for f in r.get("flags") or []:
+    for f in r.flags or []:
         if f in FLAG_TEXT:
             lines.append(FLAG_TEXT[f])
     text = "\n".join(lines)

@@ -8,6 +8,7 @@ masks on the tail, int64 offsets).
 from __future__ import annotations
 
 from drk.agent.feedback import feedback_text
+from drk.gym.types import EvalResult
 
 SYSTEM_PROMPT = ("You are an expert GPU kernel engineer. You rewrite PyTorch programs as fast, correct Triton "
                  "kernels and improve them from the feedback of an evaluator.")
@@ -88,13 +89,13 @@ def first_prompt(task_source: str) -> str:
             f"a good answer is:\n\n```python\n{EXAMPLE_SOLUTION.strip()}\n```\n\n{INSTRUCTIONS}")
 
 
-def feedback_prompt(result: dict | None, extraction_error: str = "", max_chars: int = 2000) -> str:
+def feedback_prompt(result: EvalResult | None, extraction_error: str = "", max_chars: int = 2000) -> str:
     """The user message after a turn: the evaluator's feedback and what to do next."""
     if result is None:
         return (f"Feedback: {extraction_error or 'no code found'}. Reply with exactly one ```python code block "
                 "containing the complete module that defines `ModelNew`.")
     body = feedback_text(result, max_chars=max_chars)
-    if result.get("verdict") == "ok":
+    if result.ok:
         ask = "Make it faster while keeping it correct. Reply with the complete improved module in one ```python block."
     else:
         ask = "Fix the problem. Reply with the complete corrected module in one ```python block."

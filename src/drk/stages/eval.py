@@ -41,7 +41,7 @@ from drk.engines.base import TimedEngine
 from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest, EvalResult
 from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine, load_tasks,
                          open_gym)
-from drk.metrics import best_per_task, is_infra, summarize, summarize_by_group
+from drk.metrics import best_per_task, summarize, summarize_by_group
 from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl, write_json
 from drk.tasks import Task, TaskError
 
@@ -67,7 +67,7 @@ class EvalConfig:
 class EvalOutcome:
     """What `run` did, for the caller to show."""
     mode: str                            # pair | solutions | model
-    results: list[dict] = field(default_factory=list)  # one evaluator result per candidate (pair, solutions)
+    results: list[EvalResult] = field(default_factory=list)  # one per candidate (pair, solutions)
     summary: dict | None = None          # metrics by group (solutions) or per turn (model)
     finished_before: bool = False        # `out` already held this finished run: nothing was done
     out: Path | None = None
@@ -101,10 +101,10 @@ def _evaluate_pair(cfg: EvalConfig) -> EvalOutcome:
         raise ConfigError(f"cannot read solution {cfg.solution}: {e}") from None
     with open_gym(replace(cfg.gym, workers=1), cfg.options.device) as pool:
         options = replace(cfg.options, device=pool.device)
-        res = pool.evaluate(EvalRequest(task, source, options, solution=str(cfg.solution))).to_dict()
+        res = pool.evaluate(EvalRequest(task, source, options, solution=str(cfg.solution)))
     if cfg.out is not None:
         with JsonlWriter(cfg.out / "results.jsonl") as w:
-            w.write(res)
+            w.write(res.to_dict())
     return EvalOutcome("pair", [res], out=cfg.out, tasks=1, infra=infra_error([res], cfg.gym.spec))
 
 
@@ -133,8 +133,8 @@ def _evaluate_folder(cfg: EvalConfig, on_start, on_result) -> EvalOutcome:
     outcome.summary = summarize_by_group(results)
     if cfg.out is not None:
         write_json(cfg.out / "summary.json", {"summary": outcome.summary,
-                                              "protocol": results[0].get("protocol") if results else {},
-                                              "device": results[0].get("device") if results else "",
+                                              "protocol": results[0].protocol if results else {},
+                                              "device": results[0].device if results else "",
                                               "n_candidates": len(results)})
     outcome.infra = infra_error(results, cfg.gym.spec)
     return outcome
@@ -152,11 +152,11 @@ def _evaluate_with_model(cfg: EvalConfig, on_start, on_episode) -> EvalOutcome:
     return EvalOutcome("model", summary=summary, finished_before=summary is None, out=out, tasks=len(tasks))
 
 
-def infra_error(results: list[dict], gym: str) -> InfraError | None:
+def infra_error(results: list[EvalResult], gym: str) -> InfraError | None:
     """An InfraError naming the evaluator when some results failed on infrastructure, else None."""
-    bad = [r for r in results if is_infra(r)]
+    bad = [r for r in results if r.verdict == INFRA_ERROR]
     if bad:
-        return InfraError(f"evaluator {gym}", bad[0].get("error") or "infrastructure error", len(bad))
+        return InfraError(f"evaluator {gym}", bad[0].error or "infrastructure error", len(bad))
     return None
 
 
@@ -213,17 +213,17 @@ def find_candidates(tasks: list[Task], directory: str | Path) -> list[Candidate]
 
 def evaluate_candidates(cands: list[Candidate], pool, options: EvalOptions, out_dir: str | Path | None,
                         on_result: Callable[[EvalResult], None] | None = None, *, overwrite: bool = False,
-                        on_start: Callable[[int, int], None] | None = None) -> list[dict]:
+                        on_start: Callable[[int, int], None] | None = None) -> list[EvalResult]:
     """Evaluate on `pool` the candidates OUT/results.jsonl does not hold yet, appending each result as it
-    finishes; returns the results of all `cands` (earlier runs' included), in order."""
+    finishes; returns the results of all `cands` (earlier runs' read back from the file), in order."""
     writer = None
-    old: dict[str, dict] = {}
+    old: dict[str, EvalResult] = {}
     if out_dir is not None:
         out = Path(out_dir)
         claim_run_dir(out, "eval_config.json", {"protocol": {k: v for k, v in options.to_dict().items()}},
                       overwrite=overwrite, outputs=("results.jsonl", "summary.json"))
         rewrite_jsonl(out / "results.jsonl", lambda r: r.get("verdict") != INFRA_ERROR)  # redo infra failures
-        old = {r.get("solution"): r for r in read_jsonl(out / "results.jsonl")}
+        old = {r.get("solution"): EvalResult.from_dict(r) for r in read_jsonl(out / "results.jsonl")}
         writer = JsonlWriter(out / "results.jsonl")
     todo = [c for c in cands if str(c.path) not in old]
     if on_start is not None:
@@ -235,12 +235,9 @@ def evaluate_candidates(cands: list[Candidate], pool, options: EvalOptions, out_
         except OSError as e:
             raise TaskError(f"cannot read {c.path}: {e}") from None
 
-    rows: dict[int, dict] = {}
-
     def done(i: int, r: EvalResult) -> None:
-        rows[i] = r.to_dict()
         if writer is not None:
-            writer.write(rows[i])
+            writer.write(r.to_dict())
         if on_result is not None:
             on_result(r)
 
@@ -249,7 +246,7 @@ def evaluate_candidates(cands: list[Candidate], pool, options: EvalOptions, out_
     finally:
         if writer is not None:
             writer.close()
-    new = {str(c.path): rows[i] if i in rows else r.to_dict() for i, (c, r) in enumerate(zip(todo, results))}
+    new = {str(c.path): r for c, r in zip(todo, results)}
     return [old.get(str(c.path)) or new[str(c.path)] for c in cands]
 
 
@@ -262,8 +259,11 @@ def turn_record(ep: Episode, sample: int, t) -> dict:
     # no result: either the reply had no code (the model's fault: not compiled) or the engine failed after
     # retries (the infrastructure's: infra_error, never scored)
     verdict = "infra_error" if t.engine_error else "compile_error"
-    base = t.result or {"task": ep.task.id, "verdict": verdict, "compiled": False, "correct": False,
-                        "error": t.engine_error or t.extraction_error, "flags": []}
+    if t.result is not None:
+        base = t.result.to_dict()
+    else:
+        base = {"task": ep.task.id, "verdict": verdict, "compiled": False, "correct": False,
+                "error": t.engine_error or t.extraction_error, "flags": []}
     return {**base, "episode": ep.uuid, "sample": sample, "turn": t.index, "reward": t.reward,
             "no_code": t.result is None and not t.engine_error}
 

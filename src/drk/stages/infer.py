@@ -44,8 +44,8 @@ class InferConfig:
     overwrite: bool = False              # replace a run in `out` made with other settings (default: refuse)
 
 
-def run(cfg: InferConfig, *, on_turn: Callable[[dict], None] | None = None) -> tuple[Episode | None, dict]:
-    """`drk infer`: returns `infer_task`'s (episode, summary); `on_turn(record)` after each turn."""
+def run(cfg: InferConfig, *, on_turn: Callable[[Turn], None] | None = None) -> tuple[Episode | None, dict]:
+    """`drk infer`: returns `infer_task`'s (episode, summary); `on_turn(turn)` after each turn written."""
     turns, keep, select = cfg.episode.turns, cfg.episode.keep, cfg.episode.history
     if select not in ("topw", "window"):
         raise ConfigError("--select must be topw or window")
@@ -71,7 +71,7 @@ def _finished_summary(out: Path) -> dict | None:
 
 
 def infer_task(task: Task, engine, gym, cfg: EpisodeConfig, scfg: STTSConfig, out_dir: str | Path,
-               on_turn: Callable[[dict], None] | None = None, overwrite: bool = False
+               on_turn: Callable[[Turn], None] | None = None, overwrite: bool = False
                ) -> tuple[Episode | None, dict]:
     """Returns (episode, summary); (None, the old summary) when OUT already holds this finished run."""
     out = Path(out_dir)
@@ -100,10 +100,9 @@ def infer_task(task: Task, engine, gym, cfg: EpisodeConfig, scfg: STTSConfig, ou
             for t in ep.turns[written:]:
                 if t.engine_error:  # an infrastructure failure is not a turn of the schedule
                     continue
-                rec = {"task": task.id, **t.to_dict()}
-                w.write(rec)
+                w.write({"task": task.id, **t.to_dict()})
                 if on_turn is not None:
-                    on_turn(rec)
+                    on_turn(t)
             written = len(ep.turns)
 
         if len(ep.turns) < total_turns(scfg):

@@ -296,8 +296,8 @@ def rewards_and_advantages(groups, cfg: RLConfig) -> StepTensors:
                 masked[p, n, t] = failed or (sel.mask_no_code_turns and turn.code is None)
                 r[p, n, t] = turn.reward
                 correct[p, n, t] = turn.ok
-                if turn.result and turn.result.get("coverage") is not None:
-                    cov[p, n, t] = float(turn.result["coverage"])
+                if turn.result is not None and turn.result.coverage is not None:
+                    cov[p, n, t] = float(turn.result.coverage)
     if sel.mask_regressed_turns:
         masked |= selection.regressed_turns(r, present)
     valid = present & ~masked
@@ -484,11 +484,12 @@ def rollout_records(groups, step: int):
     for p, g in enumerate(groups):
         for n, ep in enumerate(g):
             for t in ep.turns:
+                res = t.result
                 yield {"step": step, "prompt": p, "rollout": n, "task": ep.task.id, "turn": t.index,
-                       "reward": t.reward, "verdict": (t.result or {}).get("verdict"),
-                       "speedup": (t.result or {}).get("speedup"), "coverage": (t.result or {}).get("coverage"),
+                       "reward": t.reward, "verdict": res.verdict if res else None,
+                       "speedup": res.speedup if res else None, "coverage": res.coverage if res else None,
                        "completion": t.completion, "feedback": t.feedback, "tokens": len(t.token_ids or []),
-                       "error": ((t.result or {}).get("error") or t.extraction_error or t.engine_error)[:500]}
+                       "error": ((res.error if res else "") or t.extraction_error or t.engine_error)[:500]}
 
 
 # ---------------------------------------------------------------------------------------------- checkpoints
