@@ -321,7 +321,7 @@ class TrialChecks:
         out, shifted = [], False
         for t in inputs:
             if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
-                spread = float(t.double().std())
+                spread = float(t.std())  # in the input's own precision: a float64 copy of GBs buys nothing here
                 if math.isfinite(spread) and spread > 0.0:
                     out.append(t + 1000.0 * spread)
                     shifted = True
@@ -364,15 +364,19 @@ class TrialChecks:
                 flat = w.view(-1)
                 n = flat.numel()
                 k = min(8, 1 + n // 65536)
-                idx = torch.randperm(n, generator=g)[:k]
+                # k distinct indices drawn in O(k), never a permutation of all n (1.6e9 at full level-1 shapes)
+                idx = torch.unique(torch.randint(n, (4 * k,), generator=g))
+                idx = idx[torch.randperm(idx.numel(), generator=g)[:k]]
+                k = idx.numel()
                 u = torch.rand(k, generator=g, dtype=torch.float64)
                 sign = torch.where(torch.rand(k, generator=g) < 0.5, -1.0, 1.0).double()
                 lo, hi = float(t.min()), float(t.max())
                 if lo >= 0.0 and hi <= 1.0:
                     vals = torch.where(sign < 0, -(0.5 + 2.5 * u), 1.5 + 2.5 * u)
                 else:
-                    mean = float(t.double().mean())
-                    std = float(t.double().std()) if n > 1 else 0.0
+                    src = t if t.dtype in (torch.float32, torch.float64) else t.float()
+                    sd, mu = torch.std_mean(src) if n > 1 else (torch.tensor(0.0), src.mean())
+                    mean, std = float(mu), float(sd)
                     std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
                     vals = mean + sign * (4.0 + 4.0 * u) * std
                 flat[idx.to(flat.device)] = vals.to(device=flat.device, dtype=flat.dtype)
