@@ -275,6 +275,7 @@ def test_the_c_compiler_triton_runs_is_inside_the_candidates_view(tmp_path, monk
 
     cc = tmp_path / "gcc" / "bin" / "gcc"
     cc.parent.mkdir(parents=True)
+    (tmp_path / "gcc" / "libexec" / "gcc").mkdir(parents=True)  # a compiler's own tree
     cc.write_text("#!/bin/sh\n")
     cc.chmod(0o755)
     monkeypatch.setenv("CC", str(cc))
@@ -282,3 +283,14 @@ def test_the_c_compiler_triton_runs_is_inside_the_candidates_view(tmp_path, monk
     monkeypatch.setenv("CC", "gcc")  # a bare name: found on PATH
     monkeypatch.setenv("PATH", f"{cc.parent}{os.pathsep}{os.environ['PATH']}")
     assert str(tmp_path / "gcc") in _needed_paths()
+    # a compiler in a folder that is not a compiler's tree (a home folder): the file only, never the folder
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    mine = home / "bin" / "gcc"
+    mine.write_text("#!/bin/sh\n")
+    mine.chmod(0o755)
+    monkeypatch.setenv("CC", str(mine))
+    needed = _needed_paths()
+    assert str(mine) in needed
+    assert not any(p in (str(home), str(home / "bin")) for p in needed)

@@ -119,20 +119,25 @@ def _needed_paths() -> list[str]:
 
 
 def _compiler_prefixes() -> list[str]:
-    """Install prefixes of the C compiler Triton runs for its launchers (CC, else gcc on PATH): a toolchain
-    outside the system folders (CC=/opt/gcc/bin/gcc) must be in the candidate's view, read-only, or no
-    candidate on the GPU can launch a kernel. .../bin/gcc -> ... (its libexec and libraries live there)."""
+    """What of the C compiler Triton runs for its launchers (CC, else gcc on PATH) the candidate must see: a
+    toolchain outside the system folders (the H200's CC=/opt/gcc/bin/gcc) must be in the candidate's view,
+    read-only, or no candidate on the GPU can launch a kernel. The install prefix (.../bin/gcc -> ...) only
+    where it is a compiler's own tree (it holds gcc's or clang's internals); anywhere else (CC=~/bin/gcc)
+    only the compiler file itself, never the folder around it (a home folder with its keys)."""
     import shutil
 
     cc = os.environ.get("CC") or "gcc"
     found = [p for p in {cc if os.path.dirname(cc) else shutil.which(cc), shutil.which("gcc")} if p]
     out = []
     for p in found:
-        for exe in {p, os.path.realpath(p)}:
+        for exe in {os.path.abspath(p), os.path.realpath(p)}:
             d = os.path.dirname(exe)
-            prefix = os.path.dirname(d) if os.path.basename(d) == "bin" else d
-            if os.path.isdir(prefix) and prefix != "/":
+            prefix = os.path.dirname(d)
+            if os.path.basename(d) == "bin" and prefix != "/" and any(
+                    os.path.isdir(os.path.join(prefix, x)) for x in ("libexec/gcc", "lib/gcc", "lib64/gcc", "lib/clang")):
                 out.append(prefix)
+            elif os.path.isfile(exe):
+                out.append(exe)
     return out
 
 
