@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -71,9 +72,14 @@ def test_directory_of_another_run_is_refused_unless_overwrite(tmp_path):
 @pytest.mark.slow
 def test_sigint_mid_run_keeps_finished_episodes_and_prints_resume_hint(tmp_path):
     """A slow teacher; SIGINT once the first episode is on disk: exit 130 with a resume hint, the finished
-    episode kept; the same command then runs only the rest."""
+    episode kept; the same command then runs only the rest. The teacher holds every later reply until the
+    interrupt is sent, so the run cannot finish first however busy the machine is."""
+    interrupted = threading.Event()
+
     def slow(m, r, i):
         time.sleep(1.0)
+        if i > 0:
+            interrupted.wait(60)
         return solution_for(m)
 
     out = tmp_path / "e"
@@ -86,6 +92,7 @@ def test_sigint_mid_run_keeps_finished_episodes_and_prints_resume_hint(tmp_path)
         while time.time() < deadline and not read_jsonl(out / "episodes.jsonl"):
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
+        interrupted.set()
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 130, stdout + stderr
         assert "To resume, run the same command" in stderr and str(out) in stderr
