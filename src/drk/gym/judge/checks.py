@@ -364,7 +364,7 @@ class TrialChecks:
                 flat = w.view(-1)
                 n = flat.numel()
                 k = min(8, 1 + n // 65536)
-                # k distinct indices drawn in O(k), never a permutation of all n (1.6e9 at full level-1 shapes)
+                # k distinct indices drawn in O(k), never a permutation of all n (billions at full KernelBench shapes)
                 idx = torch.unique(torch.randint(n, (4 * k,), generator=g))
                 idx = idx[torch.randperm(idx.numel(), generator=g)[:k]]
                 k = idx.numel()

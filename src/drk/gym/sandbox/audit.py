@@ -171,15 +171,22 @@ class Policy:
 
 
 def _on_exec_path(name: str, env=None) -> str:
-    """Where exec finds a bare `name`: the first executable file on `env`'s PATH (the process's when `env` is
-    None), as subprocess and os.exec*p search; a name found nowhere comes back unchanged (and is refused)."""
+    """Where exec finds a bare `name`: on `env`'s PATH (the process's when `env` is None), as subprocess and
+    os.exec*p search; a name found nowhere comes back unchanged (and is refused)."""
+    import shutil
+
     if env is not None:  # str or bytes keys, as subprocess accepts
         env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
-    for d in os.get_exec_path(env):
-        cand = os.path.join(d, name)
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return name
+    return shutil.which(name, path=os.pathsep.join(os.get_exec_path(env))) or name
+
+
+def triton_c_compiler() -> str:
+    """The C compiler Triton runs for its launcher stubs: CC (a bare name resolved on PATH), else gcc on PATH;
+    "" when there is none."""
+    import shutil
+
+    cc = os.environ.get("CC")
+    return (_on_exec_path(cc) if cc and not os.path.dirname(cc) else cc) or shutil.which("gcc") or ""
 
 
 def allowed_compilers() -> list[str]:
@@ -187,9 +194,7 @@ def allowed_compilers() -> list[str]:
     which may be a bare name, else gcc or clang as Triton picks them)."""
     import shutil
 
-    cc = os.environ.get("CC")
-    cc = (_on_exec_path(cc) if cc and not os.path.dirname(cc) else cc) or shutil.which("gcc") or ""
-    exes = [cc, shutil.which("clang") or "",
+    exes = [triton_c_compiler(), shutil.which("clang") or "",
             "/sbin/ldconfig", shutil.which("ldconfig") or ""]
     try:
         from triton import knobs

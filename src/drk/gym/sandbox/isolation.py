@@ -120,14 +120,13 @@ def _needed_paths() -> list[str]:
 
 def _compiler_prefixes() -> list[str]:
     """What of the C compiler Triton runs for its launchers (CC, else gcc on PATH) the candidate must see: a
-    toolchain outside the system folders (the H200's CC=/opt/gcc/bin/gcc) must be in the candidate's view,
+    toolchain outside the system folders (CC=/opt/gcc/bin/gcc) must be in the candidate's view,
     read-only, or no candidate on the GPU can launch a kernel. The install prefix (.../bin/gcc -> ...) only
     where it is a compiler's own tree (it holds gcc's or clang's internals); anywhere else (CC=~/bin/gcc)
     only the compiler file itself, never the folder around it (a home folder with its keys)."""
-    import shutil
+    from drk.gym.sandbox.audit import triton_c_compiler
 
-    cc = os.environ.get("CC") or "gcc"
-    found = [p for p in {cc if os.path.dirname(cc) else shutil.which(cc), shutil.which("gcc")} if p]
+    found = [p for p in {triton_c_compiler(), shutil.which("gcc")} if p]
     out = []
     for p in found:
         for exe in {os.path.abspath(p), os.path.realpath(p)}:
