@@ -538,27 +538,29 @@ def test_qwen3_06b_config_shape(tiny):
     assert sum(p.numel() for p in model.parameters()) == 596_049_920  # Qwen3-0.6B, tied embeddings
 
 
-def test_small_config_is_a_bigger_offline_shape_with_the_same_tokenizer(tiny):
+def _shape_and_size(size: str, tokenizer) -> tuple:
+    """(hidden, layers, vocab) of an offline size and its parameter count, without allocating it."""
     from transformers import AutoModelForCausalLM
 
-    _, tokenizer = tiny
-    cfg = make_config("small", tokenizer)
-    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (128, 4, len(tokenizer))
+    cfg = make_config(size, tokenizer)
     with torch.device("meta"):
         n = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())
+    return (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size), n
+
+
+def test_small_config_is_a_bigger_offline_shape_with_the_same_tokenizer(tiny):
+    _, tokenizer = tiny
+    shape, n = _shape_and_size("small", tokenizer)
+    assert shape == (128, 4, len(tokenizer))
     assert 900_000 < n < 1_100_000  # the CPU smoke run's policy: about 6x "tiny" (984,448 parameters)
     with pytest.raises(ValueError, match="small"):
         make_config("huge", tokenizer)
 
 
 def test_base_config_is_a_real_size_architecture_of_at_least_100m_parameters(tiny):
-    from transformers import AutoModelForCausalLM
-
     _, tokenizer = tiny
-    cfg = make_config("base", tokenizer)
-    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (768, 16, len(tokenizer))
-    with torch.device("meta"):
-        n = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())
+    shape, n = _shape_and_size("base", tokenizer)
+    assert shape == (768, 16, len(tokenizer))
     assert n == 101_870_336  # the GPU learning run's policy (issue 16 asks for at least ~100M)
 
 
