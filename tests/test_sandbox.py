@@ -294,3 +294,51 @@ def test_the_c_compiler_triton_runs_is_inside_the_candidates_view(tmp_path, monk
     needed = _needed_paths()
     assert str(mine) in needed
     assert not any(p in (str(home), str(home / "bin")) for p in needed)
+
+
+_ORPHAN_PARENT = """
+import sys, threading
+from drk.gym import EvalOptions, EvalRequest, LocalPool
+from drk.tasks import task_from_file
+task = task_from_file(sys.argv[1])
+slow = open(sys.argv[2]).read()
+pool = LocalPool(device="cpu", workers=1, cache_dir=sys.argv[3])
+threading.Thread(target=pool.evaluate, daemon=True,
+                 args=(EvalRequest(task, slow, EvalOptions(device="cpu", input_budget_mb=0.25, trials=400)),)).start()
+import time
+while not pool.slots or pool.slots[0].proc is None:
+    time.sleep(0.05)
+print(pool.slots[0].proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_evaluator_takes_its_judge_and_candidates_with_it(tmp_path):
+    """`timeout 150 drk eval ...` on the H200 left the judge running on, busy with its candidate for two
+    more minutes and holding 67 GB of the GPU the next run measured on: a parent killed with SIGKILL (or
+    by `timeout`) gets no chance to say bye, and a judge busy mid-evaluation does not read its socket."""
+    slow = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
+                        "import math\n        [math.factorial(3000) for _ in range(300)]\n"
+                        "        return scaled_tanh_bias(x, self.bias, self.scale)")
+    (tmp_path / "slow.py").write_text(slow)
+    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN_PARENT, str(ROOT / "data/queries/001_scaled_tanh_bias.py"),
+                               str(tmp_path / "slow.py"), str(tmp_path / "cache")], stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    judge = psutil.Process(int(parent.stdout.readline()))
+    deadline = time.time() + 120
+    while time.time() < deadline and not any("zygote" in " ".join(c.cmdline()) for c in _children(judge)):
+        time.sleep(0.2)  # the evaluation is under way: the fork server is up
+    time.sleep(5.0)  # its candidate is running (a few trials in)
+    family = [judge, *_children(judge)]
+    parent.kill()
+    parent.wait()
+    gone, alive = psutil.wait_procs(family, timeout=15)
+    assert not alive, f"outlived the evaluator that started them: {[(p.pid, p.cmdline()[:4]) for p in alive]}"
+
+
+def _children(p: "psutil.Process") -> list:
+    try:
+        return p.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []

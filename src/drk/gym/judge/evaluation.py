@@ -24,6 +24,8 @@ import gc
 import os
 import pickle
 import secrets
+import select
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -420,6 +422,30 @@ def _serve(conn, judge: Judge) -> None:
     judge.close()
 
 
+def _exit_with_parent() -> None:
+    """End this judge, and with it its fork server and candidates (they die with their parent), as soon as
+    the process that started it is gone. A judge busy with a candidate does not read its connection, so a
+    parent killed mid-evaluation (SIGKILL, `timeout`) would otherwise leave it running to the end of the
+    evaluation, holding the device memory the next evaluator on this GPU sizes its work by."""
+    ppid = os.getppid()
+    try:
+        fd = os.pidfd_open(ppid)
+    except OSError:  # no pidfd (old kernel): watch for the re-parenting instead
+        fd = None
+    if os.getppid() != ppid:  # the parent died before the watch began
+        os._exit(3)
+
+    def watch() -> None:
+        if fd is not None:
+            select.select([fd], [], [])  # readable once the parent has exited
+        else:
+            while os.getppid() == ppid:
+                time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="drk-judge-parent-watch", daemon=True).start()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--fd", type=int, required=True)
@@ -430,7 +456,9 @@ def main() -> None:
     p.add_argument("--unsafe-no-sandbox", action="store_true")
     a = p.parse_args()
     # No PR_SET_PDEATHSIG here: the pool starts judges from worker threads, and the signal would fire when
-    # that thread ends. The judge exits when its connection closes (the parent died or said bye).
+    # that thread ends. The judge exits when its connection closes (the parent said bye or died while the
+    # judge was idle) or, mid-evaluation, when the parent process is gone (`_exit_with_parent`).
+    _exit_with_parent()
     conn = wire.connection_from_fd(a.fd)
     try:
         iso = isolation.detect(allow_unsafe=a.unsafe_no_sandbox)
