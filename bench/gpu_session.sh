@@ -29,6 +29,8 @@ case "$PART" in
 first)
   echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
   python3 -c "import os, sys, shutil, triton; print('stdlib', os.path.dirname(os.__file__), 'triton', triton.__file__, 'gcc', shutil.which('gcc'), os.path.realpath(shutil.which('gcc') or '-'))"
+  echo "== exchange"; timeout 60 python3 bench/exchange_gpu.py --gb 4 --out $OUT/exchange.json 2>&1 | tail -3
+  timeout 60 python3 -m pytest -q -m gpu tests/test_exchange.py 2>&1 | tail -2
   echo "== two candidates"; timeout 150 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
     --kernelbench $KB --device cuda --out $OUT/smoke --no-compile-baseline 2>&1 | tail -8
   grep -o '"verdict": "[a-z_]*"\|"error": "[^"]\{0,400\}\|"sandbox": "[a-z]*"\|"runtime_ms": [0-9.]*' $OUT/smoke/results.jsonl

@@ -35,3 +35,20 @@ def test_the_candidate_cannot_resize_the_file_under_the_judge():
     os.close(fd)
     assert ex.output(0, "cpu").shape == (4,)
     ex.close()
+
+
+@pytest.mark.gpu
+def test_on_cuda_both_sides_pin_the_file_and_an_unwritten_slot_still_reads_nan():
+    """Pinned (page-locked) so the copy engines move gigabytes at full speed; the poison fill and the
+    round trip keep their meaning there."""
+    x, ref = torch.randn(1 << 20, device="cuda"), torch.zeros(3, 1 << 18, device="cuda")
+    ex = Exchange([x], [ref, ref])
+    m = Mapped(os.dup(ex.fd), ex.header())
+    m.pin()
+    assert ex.pinned and m.pinned
+    assert torch.equal(m.input_tensors("cuda")[0], x)
+    assert m.write_output(0, ref + 1)
+    assert torch.equal(ex.output(0, "cuda"), ref + 1) and torch.isnan(ex.output(1, "cuda")).all()
+    m.close()
+    ex.close()
+    assert not ex.pinned and not m.pinned

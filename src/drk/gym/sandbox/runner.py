@@ -169,13 +169,24 @@ class Runner:
 
     def op_forward(self, h: dict, payload) -> None:
         """Run the candidate once on the judge's inputs; hand back outputs as raw bytes."""
+        self._mapped = None
+        try:
+            self._forward(h, payload)
+        finally:
+            if self._mapped is not None:  # unpinned and unmapped with every forward, whatever happened
+                self._mapped.close()
+                self._mapped = None
+
+    def _forward(self, h: dict, payload) -> None:
         torch = self.torch
         key = h.get("key") or ""
         mapped = None
         if h.get("_fds"):  # CUDA path: inputs and output slots in a sealed memory file from the judge
             from drk.gym.common.shm import Mapped
 
-            mapped = Mapped(h["_fds"][0], h)
+            mapped = self._mapped = Mapped(h["_fds"][0], h)
+            if self.cuda:
+                mapped.pin()
             shared = iter(mapped.input_tensors(self.device))
             fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
                      for x in (payload.get("inputs") or payload.get("refresh") or [])]
