@@ -15,7 +15,7 @@ from drk.gym.common.shm import Exchange, Mapped
 def test_inputs_arrive_and_only_expected_outputs_are_written():
     x, y = torch.randn(3, 5), torch.arange(7, dtype=torch.int64)
     ref = torch.zeros(3, 5)
-    ex = Exchange([x, 2.5, y], [ref])
+    ex = Exchange().load([x, 2.5, y], [ref])
     m = Mapped(os.dup(ex.fd), ex.header())
     got = m.input_tensors("cpu")
     assert torch.equal(got[0], x) and torch.equal(got[1], y)
@@ -26,8 +26,27 @@ def test_inputs_arrive_and_only_expected_outputs_are_written():
     ex.close()
 
 
+def test_one_file_serves_every_forward_and_each_load_poisons_the_output_slots_again():
+    """Reused so multi-gigabyte tasks pay the kernel's page zeroing once per evaluation, not per forward;
+    nothing written for one forward may read as the next one's output."""
+    x = torch.randn(6)
+    ex = Exchange().load([x], [torch.zeros(6)])
+    m = Mapped(os.dup(ex.fd), ex.header())
+    assert m.write_output(0, x + 1) and torch.equal(ex.output(0, "cpu"), x + 1)
+    fd = ex.fd
+    ex.load([x * 3], [torch.zeros(6)])
+    assert ex.fd == fd and torch.isnan(ex.output(0, "cpu")).all()  # same file, slot poisoned again
+    assert Mapped.open(m, os.dup(ex.fd), ex.header()) is m
+    assert torch.equal(m.input_tensors("cpu")[0], x * 3)
+    ex.load([torch.randn(1 << 16)], [torch.zeros(1 << 16)])  # larger: a new file, and a new mapping of it
+    m2 = Mapped.open(m, os.dup(ex.fd), ex.header())
+    assert m2 is not m and m2.input_tensors("cpu")[0].numel() == 1 << 16
+    m2.close()
+    ex.close()
+
+
 def test_the_candidate_cannot_resize_the_file_under_the_judge():
-    ex = Exchange([torch.randn(4)], [torch.zeros(4)])
+    ex = Exchange().load([torch.randn(4)], [torch.zeros(4)])
     fd = os.dup(ex.fd)
     for size in (0, ex.size * 4):
         with pytest.raises(PermissionError):
@@ -42,9 +61,8 @@ def test_on_cuda_both_sides_pin_the_file_and_an_unwritten_slot_still_reads_nan()
     """Pinned (page-locked) so the copy engines move gigabytes at full speed; the poison fill and the
     round trip keep their meaning there."""
     x, ref = torch.randn(1 << 20, device="cuda"), torch.zeros(3, 1 << 18, device="cuda")
-    ex = Exchange([x], [ref, ref])
-    m = Mapped(os.dup(ex.fd), ex.header())
-    m.pin()
+    ex = Exchange().load([x], [ref, ref])
+    m = Mapped(os.dup(ex.fd), ex.header(), pin=True)
     assert ex.pinned and m.pinned
     assert torch.equal(m.input_tensors("cuda")[0], x)
     assert m.write_output(0, ref + 1)

@@ -7,6 +7,7 @@ and writes each output into its slot only when shape and dtype are the expected 
 memory (no CUDA IPC) and no pickling of large data; the candidate cannot resize the file (the seals), so
 the judge's mapping stays valid whatever it does. Used on the CUDA path, where inputs reach gigabytes.
 
+One file serves every forward of an evaluation (fresh pages cost the kernel's zeroing on first touch).
 On CUDA each side page-locks its mapping (cudaHostRegister) so the copy engines move the bytes straight
 into and out of it; pageable memory goes through the driver's staging buffers at a tenth of the speed,
 which made the exchange, not the candidate, the bulk of a multi-gigabyte task's evaluation. Where the
@@ -67,35 +68,46 @@ def _view(mm: mmap.mmap, spec: dict) -> torch.Tensor:
 
 
 class Exchange:
-    """The judge's side: one sealed memfd holding a forward's inputs and output slots."""
+    """The judge's side: one sealed memfd holding a forward's inputs and output slots, reused for every
+    forward of one evaluation (`load` lays out the next forward; a larger one gets a new file). Fresh pages
+    are the expensive part on a multi-gigabyte task (the kernel zeroes each one on first touch: seconds
+    per forward), and nothing of a forward outlives the next `load`: inputs are overwritten, output slots
+    are poisoned again."""
 
-    def __init__(self, inputs: list, expected: list[torch.Tensor]) -> None:
+    def __init__(self) -> None:
+        self.fd, self.mm, self.size, self.pinned = -1, None, 0, 0
+        self.input_specs: list[dict] = []
+        self.output_specs: list[dict] = []
+
+    def load(self, inputs: list, expected: list[torch.Tensor]) -> "Exchange":
         specs, off = [], 0
-        for t in [x for x in inputs if isinstance(x, torch.Tensor)] + list(expected):
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        for t in tensors + list(expected):
             s = _spec(t)
             s["offset"] = off
             off += (s["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
             specs.append(s)
-        n_in = sum(isinstance(x, torch.Tensor) for x in inputs)
-        self.input_specs, self.output_specs = specs[:n_in], specs[n_in:]
-        self.size = max(off, ALIGN)
-        self.fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        os.ftruncate(self.fd, self.size)
-        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-        self.mm = mmap.mmap(self.fd, self.size)
-        cuda = [t.device for t in [x for x in inputs if isinstance(x, torch.Tensor)] + list(expected)
-                if t.device.type == "cuda"]
-        self.pinned = _pin(self.mm) if cuda else 0
-        tensors = iter(x for x in inputs if isinstance(x, torch.Tensor))
-        for s in self.input_specs:
+        self.input_specs, self.output_specs = specs[:len(tensors)], specs[len(tensors):]
+        cuda = [t.device for t in tensors + list(expected) if t.device.type == "cuda"]
+        if max(off, ALIGN) > self.size:
+            self._new_file(max(off, ALIGN), pin=bool(cuda))
+        for s, t in zip(self.input_specs, tensors):
             if s["nbytes"]:
-                _view(self.mm, s).copy_(next(tensors).detach())
-            else:
-                next(tensors)
+                _view(self.mm, s).copy_(t.detach())
         for s in self.output_specs:
             if s["nbytes"]:
                 _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=s["nbytes"], offset=s["offset"]),
                          cuda[0] if self.pinned else None)
+        return self
+
+    def _new_file(self, size: int, pin: bool) -> None:
+        self.close()
+        self.size = size
+        self.fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.fd, self.size)
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        self.mm = mmap.mmap(self.fd, self.size)
+        self.pinned = _pin(self.mm) if pin else 0
 
     def header(self) -> dict:
         return {"inputs_shm": self.input_specs, "outputs_shm": self.output_specs, "shm_size": self.size}
@@ -105,9 +117,10 @@ class Exchange:
         return _view(self.mm, self.output_specs[i]).to(device, copy=True)
 
     def close(self) -> None:
-        _close(self.mm, self.pinned)
-        self.pinned = 0
-        os.close(self.fd)
+        if self.mm is not None:
+            _close(self.mm, self.pinned)
+            os.close(self.fd)
+        self.fd, self.mm, self.size, self.pinned = -1, None, 0, 0
 
 
 def _close(mm: mmap.mmap, pinned: int) -> None:
@@ -119,21 +132,33 @@ def _close(mm: mmap.mmap, pinned: int) -> None:
 
 
 class Mapped:
-    """The candidate process's side of an Exchange."""
+    """The candidate process's side of an Exchange: mapped once per file (`Mapped.open` reuses the mapping
+    when the judge sends the same file again), pinned on CUDA."""
 
-    def __init__(self, fd: int, header: dict) -> None:
+    def __init__(self, fd: int, header: dict, pin: bool = False) -> None:
+        st = os.fstat(fd)
         size = int(header["shm_size"])
-        if os.fstat(fd).st_size != size:
+        if st.st_size != size:
             raise ValueError("exchange file has the wrong size")
+        self.file = (st.st_dev, st.st_ino)
         self.mm = mmap.mmap(fd, size)
         os.close(fd)
         self.inputs, self.outputs = header["inputs_shm"], header["outputs_shm"]
-        self.pinned = 0
+        self.pinned = _pin(self.mm) if pin else 0
 
-    def pin(self) -> None:
-        """Page-lock the mapping (the CUDA path); `close` unpins."""
-        if not self.pinned:
-            self.pinned = _pin(self.mm)
+    @classmethod
+    def open(cls, held: "Mapped | None", fd: int, header: dict, pin: bool = False) -> "Mapped":
+        """The mapping of the file behind `fd` for this forward's `header`: `held` when it maps that same
+        file (the descriptor is closed), else a new one (`held` is closed)."""
+        st = os.fstat(fd)
+        if held is not None and held.file == (st.st_dev, st.st_ino) and len(held.mm) == st.st_size \
+                and st.st_size == int(header["shm_size"]):
+            os.close(fd)
+            held.inputs, held.outputs = header["inputs_shm"], header["outputs_shm"]
+            return held
+        if held is not None:
+            held.close()
+        return cls(fd, header, pin)
 
     def close(self) -> None:
         _close(self.mm, self.pinned)

@@ -73,6 +73,7 @@ class TrialChecks:
         self.device = judge.device
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
+        self.exchange = Exchange()    # the CUDA path's memory file, one for the evaluation (close())
         self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
@@ -85,6 +86,9 @@ class TrialChecks:
         self.mode_independent = False  # set from trial 1: the reference gives the same in train and eval mode
         # The only names whose time counts as the candidate's Triton work: declared in its source, read here.
         self.kernel_names = static.triton_kernel_names(req.source)
+
+    def close(self) -> None:
+        self.exchange.close()
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
@@ -106,7 +110,7 @@ class TrialChecks:
         given = refresh if refresh is not None else list(inputs)
         exchange = None
         if self.cuda:  # gigabytes: a sealed memory file, not pickles over the socket
-            exchange = Exchange(given, refs)
+            exchange = self.exchange.load(given, refs)
             header.update(exchange.header())
             given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         else:
@@ -132,9 +136,9 @@ class TrialChecks:
             else:
                 outs = [self._decode(d, f, refs[i] if i < len(refs) else None)
                         for i, (d, f) in enumerate(zip(descs, frames))]
-        finally:
-            if exchange:
-                exchange.close()
+        except BaseException:
+            self.exchange.close()  # a candidate process that failed mid-forward keeps no view of the next one
+            raise
         if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         mutated = bool(reply.get("inputs_changed"))

@@ -370,6 +370,12 @@ class Judge:
             return
         res.compiled = True
         checks = TrialChecks(self, req, task, res, deadline)
+        try:
+            self._checks(checks, opts, res)
+        finally:
+            checks.close()
+
+    def _checks(self, checks: TrialChecks, opts: T.EvalOptions, res: T.EvalResult) -> None:
         if not checks.correctness():
             return
         if self.cuda and opts.timing and res.verdict == T.OK:

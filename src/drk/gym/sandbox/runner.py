@@ -51,6 +51,7 @@ class Runner:
             import torch.profiler  # noqa: F401
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.nonce = None
+        self._mapped = None  # the judge's exchange file, mapped once (drk.gym.common.shm)
         sys.addaudithook(self.policy)  # the early layer, always on; the OS sandbox is the fork server's
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.inputs: dict[str, list] = {}
@@ -169,24 +170,13 @@ class Runner:
 
     def op_forward(self, h: dict, payload) -> None:
         """Run the candidate once on the judge's inputs; hand back outputs as raw bytes."""
-        self._mapped = None
-        try:
-            self._forward(h, payload)
-        finally:
-            if self._mapped is not None:  # unpinned and unmapped with every forward, whatever happened
-                self._mapped.close()
-                self._mapped = None
-
-    def _forward(self, h: dict, payload) -> None:
         torch = self.torch
         key = h.get("key") or ""
         mapped = None
         if h.get("_fds"):  # CUDA path: inputs and output slots in a sealed memory file from the judge
             from drk.gym.common.shm import Mapped
 
-            mapped = self._mapped = Mapped(h["_fds"][0], h)
-            if self.cuda:
-                mapped.pin()
+            mapped = self._mapped = Mapped.open(self._mapped, h["_fds"][0], h, pin=self.cuda)
             shared = iter(mapped.input_tensors(self.device))
             fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
                      for x in (payload.get("inputs") or payload.get("refresh") or [])]
