@@ -10,6 +10,7 @@ Uses the helpers of tests/test_attacks.py (importing it needs pytest installed; 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import secrets
@@ -51,7 +52,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="where to write the JSON results")
     ap.add_argument("--only", default="", help="comma-separated prefixes of attack file names")
-    ap.add_argument("--workers", type=int, default=None, help="pool workers for the main batch (default: one per GPU)")
+    ap.add_argument("--workers", type=int, default=4, help="pool workers for the main batch (spread over the GPUs)")
     ap.add_argument("--no-pairs", action="store_true", help="skip the then= poisoner/follower runs")
     args = ap.parse_args()
 
@@ -71,19 +72,29 @@ def main() -> int:
     run = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {}, "net": {}}
     t0 = time.monotonic()
     try:
+        partial = Path(args.out + ".partial.jsonl")  # one line per finished evaluation: a run cut short still reports
+        partial.write_text("")
         with LocalPool(device=DEVICE, workers=args.workers) as pool:
-            for r in pool.evaluate_batch([attack_request(p) for p in attacks]):
+            futures = [pool.submit(attack_request(p)) for p in attacks]
+            for fut in concurrent.futures.as_completed(futures):
+                r = fut.result()
                 run["results"][r.solution] = r
+                with partial.open("a") as f:
+                    f.write(json.dumps({"attack": r.solution, "verdict": r.verdict, "flags": r.flags,
+                                        "error": r.error[:300], "s": round(time.monotonic() - t0, 1)}) + "\n")
         time.sleep(ta.SURVIVOR_GRACE_S)
         ta.scan_survivors(run)
         if not args.no_pairs:
-            for p in attacks:
-                if "then" not in ta.HEADERS[p.name]:
-                    continue
-                with LocalPool(device=DEVICE, workers=1) as pool:
+            with LocalPool(device=DEVICE, workers=1) as pool:  # every pair in turn on one worker
+                for p in attacks:
+                    if "then" not in ta.HEADERS[p.name]:
+                        continue
                     run["pairs"][p.name] = (pool.evaluate(follower_request(p, "follower-alone")),
                                             pool.evaluate(attack_request(p, "poisoner")),
                                             pool.evaluate(follower_request(p, "follower-after")))
+                    with partial.open("a") as f:
+                        f.write(json.dumps({"pair": p.name, "verdicts": [x.verdict for x in run["pairs"][p.name]],
+                                            "s": round(time.monotonic() - t0, 1)}) + "\n")
     finally:
         for name, lst in listeners.items():
             lst.close()

@@ -234,6 +234,19 @@ def pin_numerics() -> dict:
     return numerics()
 
 
+@contextlib.contextmanager
+def tf32_matmuls():
+    """Matmuls and convolutions at TF32 (the precision of Triton's default tl.dot) for the block; the
+    pinned numerics are restored after it."""
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
+        yield
+    finally:
+        pin_numerics()
+
+
 def numerics_changed(pinned: dict) -> str:
     now = numerics()
     return ", ".join(f"{k}: {pinned[k]} -> {now[k]}" for k in pinned if now.get(k) != pinned[k])

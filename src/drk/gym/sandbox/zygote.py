@@ -34,6 +34,7 @@ from drk.gym.sandbox import seccomp
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 CLONE_NEWIPC = 0x08000000
 MAX_PACKET = 65536
+KILL_WAIT_S = 20.0  # how long a kill sweep waits for killed processes to be gone
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -170,10 +171,14 @@ class Zygote:
                 return [p for p, _u in procs if p not in (1, me)]  # everything but bwrap's init and us
             return [p for p, _u in procs if _pgid(p) == child["pid"]]  # no sandbox: its session only
 
+        # A forking process can add children while we sweep: repeat until none is left. A killed process
+        # can take seconds to go (a CUDA context is torn down only after the kernels it queued end), so the
+        # sweep waits up to KILL_WAIT_S before it reports a survivor; nothing it kills runs user code again.
         left = []
-        for _ in range(50):  # a forking process can add children while we sweep: repeat until none is left
+        t_end = time.monotonic() + KILL_WAIT_S
+        while True:
             left = targets()
-            if not left:
+            if not left or time.monotonic() > t_end:
                 break
             for p in left:
                 try:
