@@ -4,7 +4,7 @@
 #   run(command="bash bench/gpu_session.sh smoke",  carry=[".whl", ".dev"], timeout_s=600)
 # Parts:
 #   smoke    the sandbox on this host (bubblewrap, candidate uid, CUDA in a forked child), GPU tests, a corpus entry
-#   first    smoke, then (only if its candidates were judged ok) gym, each step capped by what is left of 570 s
+#   first    the probe, the exchange benchmark, two candidates, then (only if both are ok) gym, capped by $BUDGET (570 s)
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
 #   timing   timing against an independent do_bench referee, shipped solutions and short kernels; repeatability
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect -> sft ("base", 102M) -> held-out eval ->
@@ -25,31 +25,38 @@ KB=${KB:-.dev/kb}
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm,clocks.mem --format=csv
 date -u; git log -1 --format=%H 2>/dev/null; pwd; id
 left() { local l=$(( ${1:-${BUDGET:-570}} - SECONDS )); [ $l -gt 10 ] && echo $l || echo 10; }
-case "$PART" in
-first)
+probe() {
   echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
-  python3 -c "import os, sys, shutil, triton; print('stdlib', os.path.dirname(os.__file__), 'triton', triton.__file__, 'gcc', shutil.which('gcc'), os.path.realpath(shutil.which('gcc') or '-'))"
-  echo "== exchange"; timeout 60 python3 bench/exchange_gpu.py --gb 4 --out $OUT/exchange.json 2>&1 | tail -3
-  timeout 60 python3 -m pytest -q -m gpu tests/test_exchange.py 2>&1 | tail -2
-  echo "== two candidates"; timeout 150 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
+  python3 -c "import os, shutil, triton; print('stdlib', os.path.dirname(os.__file__), 'triton', triton.__file__, 'gcc', shutil.which('gcc'), os.path.realpath(shutil.which('gcc') or '-'))"
+}
+two_candidates() {  # prints the verdicts; fails unless both are ok
+  echo "== two candidates"; timeout ${1:-150} python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
     --kernelbench $KB --device cuda --out $OUT/smoke --no-compile-baseline 2>&1 | tail -8
   grep -o '"verdict": "[a-z_]*"\|"error": "[^"]\{0,400\}\|"sandbox": "[a-z]*"\|"runtime_ms": [0-9.]*' $OUT/smoke/results.jsonl
-  if [ "$(grep -c '"verdict": "ok"' $OUT/smoke/results.jsonl 2>/dev/null)" != 2 ]; then echo "smoke not ok: stopping"; date -u; exit 3; fi
-  echo "== corpus + isolation ($SECONDS s in)"; timeout $(left 400) python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/gym \
-    --parts corpus,isolation 2>&1 | cut -c1-2500
-  echo "== attacks ($SECONDS s in)"; timeout $(left) python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | tail -40
+  [ "$(grep -c '"verdict": "ok"' $OUT/smoke/results.jsonl 2>/dev/null)" = 2 ]
+}
+exchange() {
+  echo "== exchange"; timeout 60 python3 bench/exchange_gpu.py --gb 4 --out $OUT/exchange.json 2>&1 | tail -3
+  timeout 60 python3 -m pytest -q -m gpu tests/test_exchange.py 2>&1 | tail -2
+}
+gym() {  # corpus + isolation, then the attack suite, each capped by what is left of the budget
+  echo "== corpus + isolation ($SECONDS s in)"; timeout $(left ${1:-400}) python3 bench/gym_gpu.py --kernelbench $KB \
+    --out $OUT/gym --parts corpus,isolation 2>&1 | cut -c1-2500
+  echo "== attacks ($SECONDS s in)"; timeout $(left) python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 \
+    | grep -v SyntaxWarning | tail -40
+}
+case "$PART" in
+first)
+  probe; exchange
+  if ! two_candidates 150; then echo "smoke not ok: stopping"; date -u; exit 3; fi
+  gym 400
   ;;
 smoke)
-  echo "== sandbox probe"; python3 -c "from drk.gym.sandbox import isolation; i = isolation.detect(); print(i, i.label)"
-  echo "== one candidate"; timeout 200 python3 -m drk eval --level 1 --problems 19,23 --solutions data/solutions \
-    --kernelbench $KB --device cuda --out $OUT/smoke --no-compile-baseline 2>&1 | tail -8
-  grep -o '"verdict": "[a-z_]*"\|"error": "[^"]\{0,300\}\|"sandbox": "[a-z]*"\|"runtime_ms": [0-9.]*' $OUT/smoke/results.jsonl
+  probe; two_candidates 200
   [ -n "${GPUTESTS:-}" ] && { echo "== gpu tests"; timeout 300 python3 -m pytest -q -x -m gpu tests 2>&1 | tail -15; }
   ;;
 gym)
-  echo "== corpus + isolation"; timeout 330 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/gym \
-    --parts corpus,isolation 2>&1 | cut -c1-2500
-  echo "== attacks"; timeout 220 python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | tail -40
+  gym 330
   ;;
 timing)
   timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 2>&1 | tail -70
