@@ -70,3 +70,19 @@ def test_on_cuda_both_sides_pin_the_file_and_an_unwritten_slot_still_reads_nan()
     m.close()
     ex.close()
     assert not ex.pinned and not m.pinned
+
+
+def test_a_host_that_cannot_hold_the_file_is_an_evaluator_error_not_a_crash(monkeypatch):
+    """Pages of a memory file are allocated when first touched; on a host out of memory that touch is a
+    SIGBUS that kills the judge mid-evaluation. Allocated up front instead, a shortage is an error the
+    judge reports as its own (infra_error), and no descriptor is left behind."""
+    from drk.gym.common import shm
+
+    def no_memory(fd, offset, length):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(shm.os, "posix_fallocate", no_memory)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(shm.HostMemoryError, match="GB"):
+        Exchange().load([torch.randn(1000)], [torch.zeros(1000)])
+    assert len(os.listdir("/proc/self/fd")) == before

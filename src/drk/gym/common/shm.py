@@ -67,6 +67,10 @@ def _view(mm: mmap.mmap, spec: dict) -> torch.Tensor:
     return raw.view(dt).reshape(spec["shape"])
 
 
+class HostMemoryError(RuntimeError):
+    """The host cannot hold a forward's inputs and outputs: the infrastructure's failure, not the candidate's."""
+
+
 class Exchange:
     """The judge's side: one sealed memfd holding a forward's inputs and output slots, reused for every
     forward of one evaluation (`load` lays out the next forward; a larger one gets a new file). Fresh pages
@@ -102,9 +106,17 @@ class Exchange:
 
     def _new_file(self, size: int, pin: bool) -> None:
         self.close()
-        self.size = size
-        self.fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        os.ftruncate(self.fd, self.size)
+        fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, size)
+            # Allocated now, in the kernel (several times faster than faulting each page in on first touch),
+            # so a host short of memory is an error here instead of a SIGBUS in the middle of a copy.
+            os.posix_fallocate(fd, 0, size)
+        except OSError as e:
+            os.close(fd)
+            raise HostMemoryError(f"the evaluator's host could not hold the {size / 2**30:.1f} GB memory file of "
+                                  f"this task's inputs and outputs ({e.strerror or e})") from None
+        self.fd, self.size = fd, size
         fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         self.mm = mmap.mmap(self.fd, self.size)
         self.pinned = _pin(self.mm) if pin else 0

@@ -34,6 +34,7 @@ import torch
 
 from drk.gym import types as T
 from drk.gym.common import harness, wire
+from drk.gym.common.shm import HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import static
 from drk.gym.judge.checks import PreparedTask, TrialChecks
@@ -319,6 +320,10 @@ class Judge:
         except (ScalingError, TaskSetupError) as e:  # the task's fault, never the candidate's
             res.verdict, res.error = T.INFRA_ERROR, f"task cannot be evaluated here: {e}"
             res.flags.append("task_error")
+        except HostMemoryError as e:  # siblings' memory or the task's size: never the candidate's failure
+            failed = True
+            res.verdict, res.correct = T.INFRA_ERROR, False
+            res.error = str(e)
         except torch.OutOfMemoryError as e:
             failed = True
             res.verdict, res.correct = T.INFRA_ERROR, False
