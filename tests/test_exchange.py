@@ -86,3 +86,19 @@ def test_a_host_that_cannot_hold_the_file_is_an_evaluator_error_not_a_crash(monk
     with pytest.raises(shm.HostMemoryError, match="GB"):
         Exchange().load([torch.randn(1000)], [torch.zeros(1000)])
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_between_candidates_every_byte_of_the_file_is_poisoned():
+    """The judge keeps one file for every candidate it evaluates. A candidate process can write anywhere in
+    its mapping (it is its own memory: padding between slots, an unused tail), so whatever it left there
+    must be gone before the next candidate maps the same file, or two candidates could pass answers."""
+    ex = Exchange().load([torch.randn(5)], [torch.zeros(3)])  # 20 and 12 bytes: padded to 256 each
+    m = Mapped(os.dup(ex.fd), ex.header())
+    m.mm[:] = b"\x07" * len(m.mm)  # the first candidate writes everywhere
+    ex.fresh()
+    assert m.mm[:] == b"\xff" * len(m.mm)
+    fd = ex.fd
+    ex.load([torch.randn(5)], [torch.zeros(3)])
+    assert ex.fd == fd and b"\x07" not in bytes(m.mm[:])  # same file for the next candidate, nothing left
+    m.close()
+    ex.close()

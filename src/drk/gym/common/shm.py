@@ -72,16 +72,26 @@ class HostMemoryError(RuntimeError):
 
 
 class Exchange:
-    """The judge's side: one sealed memfd holding a forward's inputs and output slots, reused for every
-    forward of one evaluation (`load` lays out the next forward; a larger one gets a new file). Fresh pages
-    are the expensive part on a multi-gigabyte task (the kernel zeroes each one on first touch: seconds
-    per forward), and nothing of a forward outlives the next `load`: inputs are overwritten, output slots
-    are poisoned again."""
+    """The judge's side: one sealed memfd holding a forward's inputs and output slots, kept by the judge
+    and reused for every forward (`load` lays out the next one; a file too small, or more than twice too
+    large, is replaced). Setting up fresh pages is the expensive part on a multi-gigabyte task (seconds).
+    Between candidates `fresh()` poisons the whole file, so nothing one candidate process wrote into its
+    mapping (anywhere: slots, padding, the unused tail) can reach the next; within one evaluation each
+    `load` overwrites the inputs and poisons the output slots again."""
+
+    SLACK = 64 << 20  # a file up to 2x + this much larger than a forward needs is kept
 
     def __init__(self) -> None:
         self.fd, self.mm, self.size, self.pinned = -1, None, 0, 0
+        self.device: torch.device | None = None  # where the poison fill comes from (pinned files)
         self.input_specs: list[dict] = []
         self.output_specs: list[dict] = []
+
+    def fresh(self) -> None:
+        """Before the next candidate: every byte of the file poisoned (0xFF)."""
+        if self.mm is not None:
+            _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=self.size),
+                     self.device if self.pinned else None)
 
     def load(self, inputs: list, expected: list[torch.Tensor]) -> "Exchange":
         specs, off = [], 0
@@ -93,8 +103,10 @@ class Exchange:
             specs.append(s)
         self.input_specs, self.output_specs = specs[:len(tensors)], specs[len(tensors):]
         cuda = [t.device for t in tensors + list(expected) if t.device.type == "cuda"]
-        if max(off, ALIGN) > self.size:
-            self._new_file(max(off, ALIGN), pin=bool(cuda))
+        need = max(off, ALIGN)
+        if need > self.size or self.size > 2 * need + self.SLACK or (cuda and not self.pinned):
+            self._new_file(need, pin=bool(cuda))
+            self.device = cuda[0] if cuda else None
         for s, t in zip(self.input_specs, tensors):
             if s["nbytes"]:
                 _view(self.mm, s).copy_(t.detach())

@@ -21,7 +21,7 @@ import torch
 from drk.gym import types as T
 from drk.gym.common import compare, harness
 from drk.gym.common.shm import Exchange
-from drk.gym.common.tensors import DTYPES, clone, from_frame, nbytes, shapes_of, to_device
+from drk.gym.common.tensors import DTYPES, from_frame, nbytes, shapes_of, to_device
 from drk.gym.judge import static
 from drk.gym.sandbox.runner import SHM_TENSOR
 
@@ -32,6 +32,8 @@ class CandidateLink(Protocol):
 
     device: str
     cuda: bool
+    exchange: Exchange
+
 
     def call(self, header: dict, payload=None, *, deadline, fds=()) -> tuple[dict, list[bytes]]: ...
 
@@ -73,7 +75,7 @@ class TrialChecks:
         self.device = judge.device
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
-        self.exchange = Exchange()    # the CUDA path's memory file, one for the evaluation (close())
+        self.exchange: Exchange = judge.exchange  # the judge's memory file for tensors (drk.gym.common.shm)
         self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
@@ -87,18 +89,15 @@ class TrialChecks:
         # The only names whose time counts as the candidate's Triton work: declared in its source, read here.
         self.kernel_names = static.triton_kernel_names(req.source)
 
-    def close(self) -> None:
-        self.exchange.close()
-
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
                       skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
-        The candidate process gets its own copy of `inputs` (as bytes: no shared memory, no CUDA IPC), so
-        nothing it does can reach the judge's tensors. Its outputs come back as raw bytes and are decoded
-        only when their count, shapes and dtypes are the expected ones (anything else is compared as a
-        stand-in of the described shape, without allocating it). Whether it wrote into its inputs: for
+        The candidate process gets its own copy of `inputs` (bytes in the evaluation's sealed memory file,
+        drk.gym.common.shm: no CUDA IPC), so nothing it does can reach the judge's tensors. Its outputs come
+        back through their slots in that file, each read only when count, shape and dtype are the expected
+        ones (anything else is compared as a stand-in of the described shape, without allocating it). Whether it wrote into its inputs: for
         inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the bytes it gets back; above that the
         candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
@@ -108,17 +107,13 @@ class TrialChecks:
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
                   "return_inputs": small and refresh is None, "digest": not small and refresh is None}
         given = refresh if refresh is not None else list(inputs)
-        exchange = None
-        if self.cuda:  # gigabytes: a sealed memory file, not pickles over the socket
-            exchange = self.exchange.load(given, refs)
-            header.update(exchange.header())
-            given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
-        else:
-            given = clone(given)
+        # Tensors travel in a sealed memory file on every device (gigabytes on CUDA; one path to test on CPU)
+        exchange = self.exchange.load(given, refs)
+        header.update(exchange.header())
+        given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
         try:
-            reply, frames = self.j.call(header, payload, deadline=self.deadline,
-                                        fds=[exchange.fd] if exchange else ())
+            reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=[exchange.fd])
             if key:
                 self.kept.add(key)
             if not reply.get("ok"):
@@ -127,15 +122,10 @@ class TrialChecks:
             if not isinstance(descs, list):
                 raise ValueError("candidate process returned a malformed forward reply")
             n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
-            n_frames = 0 if exchange else len(descs)
-            if len(frames) != n_frames + n_in:
+            if len(frames) != n_in:
                 raise ValueError("candidate process returned a malformed forward reply")
-            if exchange:
-                outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
-                        and i < len(refs) else self._decode(d, b"", None) for i, d in enumerate(descs)]
-            else:
-                outs = [self._decode(d, f, refs[i] if i < len(refs) else None)
-                        for i, (d, f) in enumerate(zip(descs, frames))]
+            outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
+                    and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         except BaseException:
             self.exchange.close()  # a candidate process that failed mid-forward keeps no view of the next one
             raise
@@ -143,7 +133,7 @@ class TrialChecks:
             outs.append(torch.zeros(()))
         mutated = bool(reply.get("inputs_changed"))
         if n_in:
-            after, it = [], iter(frames[n_frames:])
+            after, it = [], iter(frames)
             for t in inputs:
                 after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)},
                                         next(it)) if isinstance(t, torch.Tensor) else t)
@@ -159,13 +149,10 @@ class TrialChecks:
                 self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
         return reply, outs, mutated
 
-    def _decode(self, desc: dict, raw: bytes, ref: torch.Tensor | None) -> torch.Tensor:
-        """An output the candidate sent, decoded only when it is what the reference says it should be;
-        otherwise a zero-size stand-in of the described shape and dtype, which the comparison reports."""
-        if isinstance(desc, dict) and ref is not None and list(desc.get("shape", [])) == list(ref.shape) \
-                and desc.get("dtype") == str(ref.dtype).removeprefix("torch.") \
-                and len(raw) == ref.numel() * ref.element_size():
-            return from_frame(desc, raw).to(self.device)
+    @staticmethod
+    def _stand_in(desc: dict) -> torch.Tensor:
+        """An output the candidate did not write into its slot (wrong count, shape or dtype): a zero-size
+        stand-in of the described shape and dtype, which the comparison reports without allocating it."""
         shape = [max(0, int(x)) for x in (desc.get("shape", []) if isinstance(desc, dict) else [])][:16]
         dt = DTYPES.get(str(desc.get("dtype") if isinstance(desc, dict) else ""), torch.float32)
         return torch.zeros((), dtype=dt).expand(shape)

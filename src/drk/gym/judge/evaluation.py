@@ -34,7 +34,7 @@ import torch
 
 from drk.gym import types as T
 from drk.gym.common import harness, wire
-from drk.gym.common.shm import HostMemoryError
+from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import static
 from drk.gym.judge.checks import PreparedTask, TrialChecks
@@ -116,6 +116,7 @@ class Judge:
         self.slot_dir = slot_dir
         self.iso = iso
         self.runner: RunnerHandle | None = None
+        self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
         self.spare: RunnerHandle | None = None
         self.tasks: dict[tuple, PreparedTask] = {}
         self.ref_times = RefTimeCache(cache_path)
@@ -173,6 +174,7 @@ class Judge:
 
     def close(self) -> None:
         self.recycle()
+        self.exchange.close()
         if self.spare is not None:
             self.spare.kill()
             self.spare = None
@@ -339,7 +341,9 @@ class Judge:
             # Every candidate process is thrown away after its one evaluation, with everything it started.
             if self.runner is not None and not self.runner.kill():
                 res.flags.append(T.PROCESS_SURVIVED)
+                self.exchange.close()  # a survivor may still map it: the next candidate gets a new file
             self.runner = None
+            self.exchange.fresh()
             phases["total"] = time.monotonic() - t_start
         res.phase_seconds["candidate_budget_used"] = round(opts.timeout_s - deadline.left_s, 3)
         if self.cuda:
@@ -375,12 +379,6 @@ class Judge:
             return
         res.compiled = True
         checks = TrialChecks(self, req, task, res, deadline)
-        try:
-            self._checks(checks, opts, res)
-        finally:
-            checks.close()
-
-    def _checks(self, checks: TrialChecks, opts: T.EvalOptions, res: T.EvalResult) -> None:
         if not checks.correctness():
             return
         if self.cuda and opts.timing and res.verdict == T.OK:

@@ -169,19 +169,16 @@ class Runner:
             self.reply({"op": "unload", "ok": True})
 
     def op_forward(self, h: dict, payload) -> None:
-        """Run the candidate once on the judge's inputs; hand back outputs as raw bytes."""
+        """Run the candidate once on the judge's inputs; its outputs go into their slots of the memory file."""
         torch = self.torch
         key = h.get("key") or ""
-        mapped = None
-        if h.get("_fds"):  # CUDA path: inputs and output slots in a sealed memory file from the judge
-            from drk.gym.common.shm import Mapped
+        # Tensors come in the judge's sealed memory file (drk.gym.common.shm); the pickled list holds the rest
+        from drk.gym.common.shm import Mapped
 
-            mapped = self._mapped = Mapped.open(self._mapped, h["_fds"][0], h, pin=self.cuda)
-            shared = iter(mapped.input_tensors(self.device))
-            fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
-                     for x in (payload.get("inputs") or payload.get("refresh") or [])]
-        else:
-            fresh = payload.get("inputs") if payload.get("inputs") is not None else payload.get("refresh")
+        mapped = self._mapped = Mapped.open(self._mapped, h["_fds"][0], h, pin=self.cuda)
+        shared = iter(mapped.input_tensors(self.device))
+        fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
+                 for x in (payload.get("inputs") or payload.get("refresh") or [])]
         if payload.get("inputs") is not None:
             inputs = self.tensors.to_device(fresh, self.device)
             if key:
@@ -191,7 +188,13 @@ class Runner:
             if payload.get("refresh") is not None:  # same tensors, new values (output-caching check)
                 for t, new in zip(inputs, fresh):
                     if isinstance(t, torch.Tensor):
-                        t.copy_(new)
+                        # through an alias of the storage that is not a view (its own version counter): the
+                        # kept tensor's x._version stays what a fresh input shows, so this call looks like
+                        # every other one
+                        alias = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                            t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+                        with torch.no_grad():
+                            alias.copy_(new)
         digest = self.compare.fingerprint(inputs) if h.get("digest") else None
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
@@ -213,10 +216,7 @@ class Runner:
             d["subclass"] = type(o).__name__ if type(o) is not torch.Tensor else ""
             d["device"] = str(o.device)
             described.append(d)
-            if mapped is not None:
-                d["written"] = mapped.write_output(i, o)
-            else:
-                frames.append(self.tensors.to_frame(o)[1])
+            d["written"] = mapped.write_output(i, o)
         if h.get("return_inputs"):
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
         changed = digest is not None and self.compare.fingerprint(inputs) != digest

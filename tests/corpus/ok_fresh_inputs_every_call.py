@@ -1,6 +1,10 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=probes_indistinguishable expect=no_triton|hacked|incorrect device=any
-"""Tells fresh inputs from inputs the evaluator changed in place (perturbation checks): x._version is 0 for a
- freshly made tensor and grows with every in-place write. Fresh: real kernel; touched: torch answer, no launch."""
+# drk-corpus: task=data/queries/001_scaled_tanh_bias.py expect=ok device=any
+"""A correct kernel that refuses any input the evaluator wrote into in place: x._version is 0 for a freshly
+made tensor and grows with every in-place write, so it tells such a call from the others. The evaluator
+must hand every call (trials, probes, timing, the output-caching check that puts new values into the kept
+timing inputs) inputs that look fresh, or a candidate answers the calls it can tell apart differently.
+(Formerly red-team attack d06, which answered touched calls with torch: it was caught only because
+unpickled CPU inputs all carried version 1; the caching check could be told apart on every device.)"""
 import torch
 import torch.nn as nn
 import triton
@@ -32,4 +36,4 @@ class ModelNew(nn.Module):
     def forward(self, x):
         if x._version == 0:
             return stb(x, self.bias, self.scale)
-        return self.scale * torch.tanh(x) + self.bias
+        raise RuntimeError(f"an input written in place by the evaluator (version {x._version})")
