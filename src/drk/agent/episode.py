@@ -15,6 +15,7 @@ A turn in a context is its assistant reply followed by the feedback it received.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
@@ -189,6 +190,7 @@ class EpisodeConfig:
     reward: RewardWeights = field(default_factory=RewardWeights)
     system_prompt: bool = True
     feedback_chars: int = 2000
+    overlap_chunks: int = 1           # generate in this many chunks, each judged while the next is generated
 
 
 def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> Episode:
@@ -197,27 +199,34 @@ def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> 
 
 
 def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> list[Turn]:
-    """Advance every episode by one turn (one generate call, one evaluate_batch call)."""
-    contexts = [build_context(ep, cfg.history, cfg.keep) for ep in episodes]
+    """Advance every episode by one turn. The episodes are generated in `cfg.overlap_chunks` chunks, and each
+    chunk's kernels go to the evaluator as soon as they exist, so the evaluator judges one chunk while the
+    engine generates the next (one chunk: one generate call, then one batch of evaluations)."""
     params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
-    gens = engine.generate([c for c, _ in contexts], params)
-    turns, reqs, owners = [], [], []
-    for ep, (_, ctx_ids), g in zip(episodes, contexts, gens):
-        gen = g[0]
-        idx = len(ep.turns)
-        turn = Turn(index=idx, completion=gen.text, context_turns=ctx_ids, finish_reason=gen.finish_reason,
-                    usage=dict(gen.usage), token_ids=gen.token_ids, logprobs=gen.logprobs,
-                    prompt_token_ids=gen.prompt_token_ids)
-        if gen.finish_reason == FINISH_ERROR:
-            turn.engine_error = gen.error or "generation failed"
-        else:
-            turn.code, turn.extraction_error = extract_code(gen.text)
+    k = max(1, min(int(cfg.overlap_chunks), len(episodes)))
+    size = -(-len(episodes) // k) if episodes else 0
+    turns: list[Turn] = []
+    judged: list[tuple[Turn, EvalResult]] = []
+    pending: list[tuple[Turn, Future]] = []  # submitted while later chunks are generated
+    submit = getattr(gym, "submit", None) if k > 1 else None
+    for lo in range(0, len(episodes), max(1, size)):
+        chunk = episodes[lo:lo + size]
+        contexts = [build_context(ep, cfg.history, cfg.keep) for ep in chunk]
+        gens = engine.generate([c for c, _ in contexts], params)
+        reqs, owners = [], []
+        for ep, (_, ctx_ids), g in zip(chunk, contexts, gens):
+            turn = _turn_from(ep, ctx_ids, g[0])
             if turn.code is not None:
-                reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{idx}",
-                                        request_id=f"{ep.uuid}/{idx}"))
+                reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{turn.index}",
+                                        request_id=f"{ep.uuid}/{turn.index}"))
                 owners.append(turn)
-        turns.append(turn)
-    for turn, res in zip(owners, gym.evaluate_batch(reqs) if reqs else []):
+            turns.append(turn)
+        if submit is not None:
+            pending += [(turn, submit(req)) for turn, req in zip(owners, reqs)]
+        else:  # one chunk, or a backend without futures: judged here, in one batch
+            judged += list(zip(owners, gym.evaluate_batch(reqs) if reqs else []))
+    judged += [(turn, fut.result()) for turn, fut in pending]
+    for turn, res in judged:
         turn.result = res
         if res.verdict == INFRA_ERROR:  # the evaluator failed, not the candidate: an infrastructure error
             turn.engine_error = f"evaluator: {res.error or 'infrastructure error'}"
@@ -228,6 +237,17 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> li
         if turn.engine_error:  # a generation that failed after retries, or an evaluator infra_error
             ep.stopped = STOPPED_INFRA
     return turns
+
+
+def _turn_from(ep: Episode, ctx_ids: list[int], gen) -> Turn:
+    turn = Turn(index=len(ep.turns), completion=gen.text, context_turns=ctx_ids, finish_reason=gen.finish_reason,
+                usage=dict(gen.usage), token_ids=gen.token_ids, logprobs=gen.logprobs,
+                prompt_token_ids=gen.prompt_token_ids)
+    if gen.finish_reason == FINISH_ERROR:
+        turn.engine_error = gen.error or "generation failed"
+    else:
+        turn.code, turn.extraction_error = extract_code(gen.text)
+    return turn
 
 
 def run_episodes(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig,
