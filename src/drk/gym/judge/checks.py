@@ -112,23 +112,19 @@ class TrialChecks:
         header.update(exchange.header())
         given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
-        try:
-            reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=[exchange.fd])
-            if key:
-                self.kept.add(key)
-            if not reply.get("ok"):
-                return reply, [], False
-            descs = reply.get("outputs") or []
-            if not isinstance(descs, list):
-                raise ValueError("candidate process returned a malformed forward reply")
-            n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
-            if len(frames) != n_in:
-                raise ValueError("candidate process returned a malformed forward reply")
-            outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
-                    and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
-        except BaseException:
-            self.exchange.close()  # a candidate process that failed mid-forward keeps no view of the next one
-            raise
+        reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=[exchange.fd])
+        if key:
+            self.kept.add(key)
+        if not reply.get("ok"):
+            return reply, [], False
+        descs = reply.get("outputs") or []
+        if not isinstance(descs, list):
+            raise ValueError("candidate process returned a malformed forward reply")
+        n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
+        if len(frames) != n_in:
+            raise ValueError("candidate process returned a malformed forward reply")
+        outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
+                and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         mutated = bool(reply.get("inputs_changed"))
