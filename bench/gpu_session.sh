@@ -9,6 +9,8 @@
 #   timing   timing against an independent do_bench referee, shipped solutions and short kernels; repeatability
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect -> sft ("base", 102M) -> held-out eval ->
 #            rl -> held-out eval with recipes/gpu-learn, then bench/learning_gpu_report.py; run folder $OUT/learn-s$SEED
+#   rlvstrl  issue 16 part 4: template trajectories -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
+#            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
 # never committed) and .dev/deb (bubblewrap's .deb: the image has no bwrap). Everything lands under $OUT.
@@ -71,6 +73,17 @@ learn)
   echo "== held-out after RL ($SECONDS s)"; timeout $(left) $D eval --model $R/rl/final $HO --out $R/heldout-rl 2>&1 | tail -6
   python3 bench/learning_gpu_report.py $R --out $OUT/learning-gpu-s$SEED
   find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null  # weights do not come back
+  ;;
+rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
+  R=$OUT/rvt; D="python3 -m drk"
+  echo "== collect ($SECONDS s)"; timeout $(left 110) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set samples=4 2>&1 | tail -3
+  echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set epochs=6 2>&1 | tail -3
+  for CH in ${CHUNKS:-1 2}; do
+    echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / 2 )) python3 bench/rl_vs_trl.py --model $R/sft \
+      --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --steps 2 \
+      --eval-workers 4 --overlap-chunks $CH --sides $([ $CH = 1 ] && echo drk,trl || echo drk) --out $OUT/rvt-c$CH 2>&1 | cut -c1-900
+  done
+  find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null
   ;;
 serve)
   echo "== kernelgym sequence"; DRK_TEST_DEVICE=cuda timeout 250 python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -8

@@ -1,29 +1,79 @@
 """RL step throughput: `drk rl` vs TRL's GRPOTrainer on the same model, batch and lengths (a benchmark).
 
-    PYTHONPATH=src python bench/rl_vs_trl.py --model qwen3-0.6b --queries KB/level1 --problems 1-16 \
-        --prompts 4 --rollouts 8 --max-new-tokens 256 --steps 3 --out OUT
+    PYTHONPATH=src python bench/rl_vs_trl.py --model R/sft --queries data/synth/held_in.jsonl \
+        --prompts 4 --rollouts 8 --max-new-tokens 512 --steps 3 --eval-workers 4 --out OUT
 
-Both sides: the same randomly initialised model (built locally, bf16 on GPU), the same prompts (drk's
-first-turn prompt for each task), B prompts x N completions of up to L new tokens per step, one optimizer
-step per batch, lr 1e-6, no KL. drk additionally evaluates every kernel with the evaluator (single turn
-here, so the shapes match TRL); TRL's reward function is a constant (it cannot learn anything from a
-random model anyway), so TRL's time is generation + training only. Reported: seconds per step and per
-phase, generated tokens/s, trained tokens/s. `--sides gen` times generation alone: drk's engine with its
-CUDA-graph decoder and with the eager dynamic-cache loop, seeded and unseeded (and whether two seeded graph
-calls repeat), transformers' generate, and with `--hf-static` generate with a static compiled cache.
+Both sides: the same model (a local checkpoint such as a `drk sft` output that writes kernels, or an offline
+size name built at random), the same prompts (drk's first-turn prompt for each task), B prompts x N
+completions of up to L new tokens per step, one optimizer step per batch, lr 1e-6, no KL, single turn (the
+shapes TRL's trainer has). With `--reward eval` (default) both sides score every completion with drk's
+evaluator and drk's reward: drk through its episode loop (with `--overlap-chunks`, evaluation of one chunk
+runs while the next is generated), TRL through a reward function that calls the same evaluator with the same
+number of workers; `--reward zero` gives TRL a constant reward (generation + training only). On CUDA a
+sampler reads the GPU's utilisation (nvidia-smi, every 200 ms) while each side trains: the idle share is the
+fraction of samples under 5 %. Reported: seconds per step, steps per hour, idle share, and TRL's seconds
+inside the reward function. `--sides gen` times generation alone: drk's engine with its CUDA-graph decoder
+and with the eager dynamic-cache loop, seeded and unseeded (and whether two seeded graph calls repeat),
+transformers' generate, and with `--hf-static` generate with a static compiled cache.
 Writes OUT/rl_vs_trl.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+
+class GpuSampler:
+    """GPU utilisation (%) every 200 ms from nvidia-smi, outside this process, while the block runs."""
+
+    def __init__(self) -> None:
+        self.samples: list[int] = []
+        self.proc = None
+
+    def __enter__(self) -> "GpuSampler":
+        if shutil.which("nvidia-smi"):
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", "200", "-i", "0"], stdout=subprocess.PIPE, text=True)
+            threading.Thread(target=self._read, daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.strip().isdigit():
+                self.samples.append(int(line.strip()))
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def report(self) -> dict:
+        if not self.samples:
+            return {"idle_share": None, "samples": 0}
+        return {"idle_share": sum(u < 5 for u in self.samples) / len(self.samples), "samples": len(self.samples),
+                "mean_utilisation": statistics.fmean(self.samples)}
+
+
+def load_model(a, dtype):
+    """A local checkpoint (e.g. `drk sft` output) when --model is a folder, else an offline size built at random."""
+    if Path(a.model).is_dir():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        return (AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype),
+                AutoTokenizer.from_pretrained(a.model))
+    from drk.engines.tiny import build_tiny_model
+
+    return build_tiny_model(None, size=a.model, seed=0, dtype=dtype)
 
 
 def run_drk(a, out: Path) -> dict:
@@ -34,13 +84,17 @@ def run_drk(a, out: Path) -> dict:
         "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,
         "steps": a.steps, "prompts_per_step": a.prompts, "rollouts": a.rollouts, "turns": a.turns, "lr": 1e-6,
         "max_new_tokens": a.max_new_tokens, "micro_batch_tokens": a.micro_batch_tokens, "checkpoint_every": 1000,
-        "eval_device": a.eval_device, "eval_cache": False, "log_rollouts": False, "seed": 0})
+        "eval_device": a.eval_device, "eval_workers": a.eval_workers, "eval_cache": False, "log_rollouts": False,
+        "seed": 0, **({"overlap_chunks": a.overlap_chunks} if a.overlap_chunks > 1 else {})})
     t0 = time.time()
-    train(cfg)
+    with GpuSampler() as gpu:
+        train(cfg)
     wall = time.time() - t0
     steps = [json.loads(x) for x in (out / "drk" / "metrics.jsonl").read_text().splitlines()]
-    return {"wall_s": wall, "steps": steps,
-            "step_s": [s["seconds"]["rollout"] + s["seconds"]["score"] + s["seconds"]["train"] for s in steps],
+    step_s = [s["seconds"]["rollout"] + s["seconds"]["score"] + s["seconds"]["train"] for s in steps]
+    return {"wall_s": wall, "steps": steps, "step_s": step_s, "gpu": gpu.report(),
+            "steps_per_hour": 3600 / statistics.median(step_s) if step_s else None,
+            "reward_mean": [s.get("reward_mean") for s in steps],
             "gen_tokens_per_s": statistics.median(s["gen_tokens_per_s"] for s in steps),
             "train_tokens_per_s": statistics.median(s["train_tokens_per_s"] for s in steps)}
 
@@ -52,13 +106,37 @@ def run_trl(a, out: Path) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from drk.agent.prompts import initial_messages
-    from drk.engines.tiny import build_tiny_model
     from drk.tasks.queries import load_queries
 
     cuda = torch.cuda.is_available()
-    model, tok = build_tiny_model(None, size=a.model, seed=0, dtype=torch.bfloat16 if cuda else torch.float32)
+    model, tok = load_model(a, torch.bfloat16 if cuda else torch.float32)
     tasks = load_queries(a.queries, a.problems)
-    rows = [{"prompt": initial_messages(t.source)} for t in tasks]
+    by_id = {t.id: t for t in tasks}
+    rows = [{"prompt": initial_messages(t.source), "task_id": t.id} for t in tasks]
+    reward_s: list[float] = []
+    pool = None
+    if a.reward == "eval":
+        from drk.agent.extract import extract_code
+        from drk.gym import EvalOptions, EvalRequest, LocalPool
+        from drk.gym.reward import turn_reward
+
+        device = "cuda" if (a.eval_device == "auto" and cuda) else ("cpu" if a.eval_device == "auto" else a.eval_device)
+        pool = LocalPool(device=device, workers=a.eval_workers or (4 if cuda else 2))
+        opts = EvalOptions(device=device)
+
+    def reward(completions, task_id, **kw) -> list[float]:
+        if pool is None:
+            return [0.0] * len(completions)
+        t0 = time.time()
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        codes = [extract_code(t)[0] for t in texts]
+        reqs = [(i, EvalRequest(by_id[tid], code, opts)) for i, (tid, code) in enumerate(zip(task_id, codes))
+                if code is not None]
+        out = [0.0] * len(completions)
+        for (i, _), res in zip(reqs, pool.evaluate_batch([r for _, r in reqs])):
+            out[i] = turn_reward(res)
+        reward_s.append(time.time() - t0)
+        return out
     ds = Dataset.from_list(rows * (a.steps * a.prompts // max(1, len(rows)) + 1))
     times: list[float] = []
 
@@ -74,13 +152,19 @@ def run_trl(a, out: Path) -> dict:
                       max_completion_length=a.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0, beta=0.0,
                       bf16=cuda, use_cpu=not cuda, logging_steps=1, save_strategy="no", report_to=[],
                       disable_tqdm=True, seed=0)
-    trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions), args=args,
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
                           train_dataset=ds, processing_class=tok, callbacks=[StepTimer()])
     t0 = time.time()
-    trainer.train()
+    try:
+        with GpuSampler() as gpu:
+            trainer.train()
+    finally:
+        if pool is not None:
+            pool.close()
     wall = time.time() - t0
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h or "num_tokens" in h]
-    return {"wall_s": wall, "step_s": times, "log": logs[-a.steps:]}
+    return {"wall_s": wall, "step_s": times, "reward_s": reward_s, "gpu": gpu.report(),
+            "steps_per_hour": 3600 / statistics.median(times) if times else None, "log": logs[-a.steps:]}
 
 
 def run_gen(a, out: Path) -> dict:
@@ -173,6 +257,10 @@ def main() -> None:
     ap.add_argument("--problems", default=None)
     ap.add_argument("--env", default="gym")
     ap.add_argument("--eval-device", default="auto")
+    ap.add_argument("--eval-workers", type=int, default=None, help="evaluator workers, both sides (default 4 on CUDA)")
+    ap.add_argument("--reward", choices=("eval", "zero"), default="eval", help="TRL's reward: drk's evaluator, or 0")
+    ap.add_argument("--overlap-chunks", type=int, default=1, help="drk: episodes generated in chunks, each judged "
+                    "while the next is generated")
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=256)
@@ -188,7 +276,7 @@ def main() -> None:
     for side in a.sides.split(","):
         try:
             report[side] = {"drk": run_drk, "trl": run_trl, "gen": run_gen}[side](a, a.out)
-        except Exception as e:  # report the failure, keep the other side's numbers
+        except Exception:  # report the failure, keep the other side's numbers
             import traceback
 
             report[side] = {"error": traceback.format_exc()[-2000:]}
