@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +23,8 @@ import typer
 from drk.config import ConfigError
 from drk.engines.base import one_line
 from drk.loading import EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
+from drk.stages.rl_config import RLConfig
+from drk.stages.sft import SFTConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -36,6 +39,10 @@ P_MODEL = "Model (e.g. --base-url http://localhost:8000/v1 --model drkernel-8b)"
 P_EVAL = "Evaluation (e.g. --device cpu --workers 2 --trials 5)"
 P_OUT = "Output (e.g. --out runs/l1; rerun the same command to resume)"
 P_TRAIN = "Training (e.g. --lr 1e-6 --seed 0 --report-to tensorboard)"
+# the names a config field's option(panel=...) gives (drk.config.option)
+PANELS = {"in": P_IN, "model": P_MODEL, "eval": P_EVAL, "out": P_OUT, "train": P_TRAIN,
+          "algo": "RL objective (e.g. --no-algo.use-mrs --algo.prs-tau 0.3)",
+          "selection": "Turn selection and loss scaling (e.g. --turn-selection.flat-groups none)"}
 
 
 def _version(value: bool) -> None:
@@ -108,6 +115,68 @@ def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], 
 
     return EvalOptions(device=device, timeout_s=timeout, input_budget_mb=input_budget_mb,
                        **{k: v for k, v in protocol.items() if v is not None})
+
+
+# ------------------------------------------------------------------------- options from a stage's config
+def _shown(value) -> str | bool:
+    if value is None:
+        return False
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or False
+    return str(value)
+
+
+def config_options(cls, panel: str = "train"):
+    """The command gets one option per field of the config dataclass `cls` (drk.config.options: nested sections
+    as `--algo.use-mrs`), after its own parameters; it is called with `overrides`, the values given on the
+    command line (or by an environment variable) as a nested mapping of recipe keys. An option given nowhere
+    is None, so a recipe or --set under it still counts; --help shows the config's default."""
+    import functools
+    import inspect
+
+    from rich.markup import escape
+
+    from drk.config import options
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.name != "overrides"]
+        made: dict[str, object] = {}
+        params = []
+        for o in options(cls):
+            if o.cli.get("hidden"):
+                continue
+            name = o.key.replace(".", "__")
+            tp = o.type if o.type in (str, int, float, bool, Path) or typing.get_origin(o.type) is list else str
+            flag = f"{o.flag}/--no-{o.flag[2:]}" if tp is bool else o.flag
+            info = typer.Option(None, flag, *([o.cli["short"]] if "short" in o.cli else []),
+                                help=escape(o.help), show_default=_shown(o.default),
+                                rich_help_panel=PANELS.get(o.cli.get("panel", panel), o.cli.get("panel", panel)),
+                                envvar=o.cli.get("envvar"), min=o.cli.get("min"))
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info,
+                                            annotation=Optional[tp]))
+            made[name] = o
+
+        @functools.wraps(fn)
+        def command(*args, **kwargs):
+            from drk.config import nest
+
+            given = {}
+            for name, o in made.items():
+                value = kwargs.pop(name, None)
+                if value is None or value in ([], ()):
+                    continue
+                if o.type not in (str, int, float, bool, Path) and typing.get_origin(o.type) is not list:
+                    import yaml
+
+                    value = yaml.safe_load(value)
+                given[o.key] = list(value) if isinstance(value, tuple) else value
+            return fn(*args, overrides=nest(given), **kwargs)
+
+        command.__signature__ = sig.replace(parameters=own + params)
+        return command
+
+    return decorate
 
 
 # ------------------------------------------------------------------------------------ recipes and --set
@@ -517,24 +586,12 @@ def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
 
 @app.command("sft")
 @user_errors
+@config_options(SFTConfig)
 def sft_cmd(
     config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/sft.yaml."),
     sets: Optional[list[str]] = set_option(eager=False),
-    data: Optional[str] = typer.Option(None, "--data", rich_help_panel=P_IN, help="trajectories.jsonl from drk collect, or an HF dataset id."),
-    filter: Optional[str] = typer.Option(None, "--filter", rich_help_panel=P_IN, help="all | correct | upto_best."),
-    limit: Optional[int] = limit_option("conversations"),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="HF id or local path; 'tiny' / 'small' build an offline test model."),
-    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", rich_help_panel=P_MODEL),
-    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
-    epochs: Optional[float] = typer.Option(None, "--epochs", rich_help_panel=P_TRAIN),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", rich_help_panel=P_TRAIN, help="Global batch (sequences per step)."),
-    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size", rich_help_panel=P_TRAIN),
-    max_length: Optional[int] = typer.Option(None, "--max-length", rich_help_panel=P_TRAIN),
-    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing", rich_help_panel=P_TRAIN),
-    seed: Optional[int] = seed_option(what="training"),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Checkpoint directory; rerun with the same --out to resume."),
     overwrite: bool = overwrite_option(),
-    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker: tensorboard, trackio, wandb or none."),
+    *, overrides: dict,
 ) -> None:
     """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
     turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
@@ -550,13 +607,9 @@ def sft_cmd(
     """
     from drk.stages import sft as stage
 
-    check_out(out)
-    check_report_to(report_to)
-    overrides = _training_overrides(
-        {"model": model, "data": data, "out": str(out) if out else None, "filter": filter, "lr": lr,
-         "epochs": epochs, "batch_size": batch_size, "micro_batch_size": micro_batch_size,
-         "max_length": max_length, "lora": lora, "packing": packing, "seed": seed, "limit": limit,
-         "report_to": report_to}, sets)
+    check_out(Path(overrides["out"]) if "out" in overrides else None)
+    check_report_to(overrides.get("report_to"))
+    overrides = _training_overrides(overrides, sets)
 
     def started(cfg, ck: Optional[Path]) -> None:
         if ck is not None:
@@ -574,26 +627,14 @@ def sft_cmd(
 
 @app.command("rl")
 @user_errors
+@config_options(RLConfig)
 def rl_cmd(
     config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/rl.yaml."),
     sets: Optional[list[str]] = set_option(eager=False),
-    queries: Optional[str] = typer.Option(None, "--queries", rich_help_panel=P_IN, help="Query set (default data/queries)."),
-    limit: Optional[int] = limit_option("queries"),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | small | qwen3-0.6b."),
-    steps: Optional[int] = typer.Option(None, "--steps", rich_help_panel=P_TRAIN),
-    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step", rich_help_panel=P_TRAIN),
-    rollouts: Optional[int] = typer.Option(None, "--rollouts", rich_help_panel=P_TRAIN),
-    turns: Optional[int] = typer.Option(None, "--turns", rich_help_panel=P_TRAIN),
-    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
-    seed: Optional[int] = seed_option(what="training"),
     stop_after: Optional[int] = typer.Option(None, "--stop-after", rich_help_panel=P_TRAIN, help="Stop after this step (for smoke runs)."),
-    eval_device: Optional[str] = typer.Option(None, "--eval-device", rich_help_panel=P_EVAL, help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator; the only environment the CLI builds: others are passed in code)."),
-    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
     resume: Optional[Path] = typer.Option(None, "--resume", rich_help_panel=P_OUT, help="Continue the run in this directory from its latest checkpoint."),
     overwrite: bool = overwrite_option(),
-    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker (through accelerate): tensorboard, trackio, wandb or none."),
+    *, overrides: dict,
 ) -> None:
     """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
     and profiling-based rejection sampling (PRS); resumable from any checkpoint.
@@ -608,15 +649,11 @@ def rl_cmd(
     """
     from drk.stages import rl as stage
 
-    check_out(out)
-    check_report_to(report_to)
-    if eval_device is not None:
-        check_device(eval_device, "--eval-device")
-    overrides = _training_overrides(
-        {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
-         "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
-         "eval_device": eval_device, "env": env, "gym": gym, "seed": seed, "limit": limit,
-         "report_to": report_to}, sets)
+    check_out(Path(overrides["out"]) if "out" in overrides else None)
+    check_report_to(overrides.get("report_to"))
+    if "eval_device" in overrides:
+        check_device(overrides["eval_device"], "--eval-device")
+    overrides = _training_overrides(overrides, sets)
     with StageProgress("rl") as prog:
         def started(cfg, continues: Optional[int]) -> None:
             if continues is not None:

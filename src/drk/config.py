@@ -68,6 +68,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         return value
     if tp is str and isinstance(value, str):
         return value
+    if tp is Path and isinstance(value, (str, Path)):
+        return Path(value)
     if origin in (list, tuple) and isinstance(value, (list, tuple)):
         (inner, *_) = typing.get_args(tp) or (Any,)
         return [_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -156,3 +158,118 @@ def load_config(cls: type[T], recipe: str | Path | None = None, overrides: dict 
     data = resolve_recipe_paths(load_yaml(recipe), Path(recipe).parent) if recipe else {}
     return build(cls, merge(data, overrides or {}))
 
+
+
+# ------------------------------------------------------------------------------------ the options' schema
+# A config dataclass is the one declaration of a command's options: each field's name is its recipe key and
+# (dashed) its flag, its type and default are the option's, and its trailing `# comment` is the one-line
+# description `--help` shows (read from the source, so classes that must not import this module, such as
+# drk.gym's EvalOptions, describe their fields the same way). A field made by `option(...)` also carries what
+# only the command line needs: a short flag, a help panel, a flag name that differs, an environment variable.
+
+
+def option(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, flag: str | None = None,
+           short: str | None = None, panel: str | None = None, envvar: str | None = None, min: int | None = None,
+           hidden: bool = False) -> Any:
+    """A config field with what only the command line needs: `lr: float = option(1e-6, panel="train")  # why`.
+    `panel` names the --help group (drk.cli.PANELS; a nested section's fields inherit it), `flag` a flag name
+    other than the dashed field name, `short` a one-letter flag, `hidden` a field kept to recipes."""
+    meta = {k: v for k, v in dict(flag=flag, short=short, panel=panel, envvar=envvar, min=min, hidden=hidden).items()
+            if v not in (None, False)}
+    return dataclasses.field(default=default, default_factory=factory, metadata={"drk_cli": meta})
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One field of a config, nested sections flattened: `path` ("algo", "use_mrs") is its recipe key."""
+    path: tuple[str, ...]
+    type: Any                   # the field's type, Optional stripped
+    default: Any
+    help: str
+    cli: dict                   # option(...)'s metadata, the panel inherited from the section
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def flag(self) -> str:
+        return self.cli.get("flag") or "--" + self.key.replace("_", "-")
+
+
+def field_help(cls: type) -> dict[str, str]:
+    """{field name: its description}: the comment on the field's line(s), continued by comment-only lines right
+    below whose text is indented (`#     more`); else the comment lines just above the field."""
+    import inspect
+    import io
+    import textwrap
+    import tokenize
+
+    try:
+        src = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    block: list[str] = []            # comment-only lines just above the current line
+    block_end = prev_field = None    # (row of the last block line), (field, its last row) for continuations
+    line: list = []
+    for t in tokenize.generate_tokens(io.StringIO(src).readline):
+        if t.type == tokenize.COMMENT and not line:
+            text = t.string[1:]
+            if prev_field and t.start[0] == prev_field[1] + 1 and text.startswith("  ") and out[prev_field[0]]:
+                out[prev_field[0]] += " " + text.strip()
+                prev_field = (prev_field[0], t.start[0])
+                continue
+            block = block + [text.strip()] if block_end == t.start[0] - 1 else [text.strip()]
+            block_end, prev_field = t.start[0], None
+        elif t.type in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            continue
+        elif t.type != tokenize.NEWLINE:
+            line.append(t)
+        else:
+            first, prev_field = line[0], None
+            if (first.type == tokenize.NAME and first.string in names and first.start[1] == 4 and len(line) > 1
+                    and line[1].string == ":"):
+                trailing = [c.string[1:].strip() for c in line if c.type == tokenize.COMMENT]
+                above = block if block_end == first.start[0] - 1 else []
+                out[first.string] = " ".join(trailing or above)
+                prev_field = (first.string, t.start[0])
+            line, block = [], []
+    return out
+
+
+def options(cls: type, prefix: tuple[str, ...] = (), inherited: dict | None = None, within: Any = None
+            ) -> list[Option]:
+    """Every field of `cls` in declaration order, nested dataclass sections flattened (`algo.use_mrs`); a
+    section's defaults are those of its own default (`within`), e.g. InferConfig's episode has 5 turns."""
+    hints = typing.get_type_hints(cls)
+    helps = field_help(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = {**(inherited or {}), **f.metadata.get("drk_cli", {})}
+        tp = hints[f.name]
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0] if len(args) == 1 else tp
+        default = (getattr(within, f.name) if within is not None else f.default
+                   if f.default is not dataclasses.MISSING else f.default_factory()
+                   if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        if dataclasses.is_dataclass(tp):
+            section = {k: v for k, v in meta.items() if k in ("panel", "hidden")}
+            out += options(tp, prefix + (f.name,), section, default if default is not dataclasses.MISSING else None)
+        else:
+            out.append(Option(prefix + (f.name,), tp, default, helps.get(f.name, ""), meta))
+    return out
+
+
+def nest(flat: dict[str, Any]) -> dict:
+    """{"algo.use_mrs": False} -> {"algo": {"use_mrs": False}}."""
+    out: dict = {}
+    for key, value in flat.items():
+        *parents, last = key.split(".")
+        d = out
+        for p in parents:
+            d = d.setdefault(p, {})
+        d[last] = value
+    return out
