@@ -12,12 +12,18 @@ import pytest
 from typer.testing import CliRunner
 
 from drk.cli import app
-from drk.config import load_config, options
+from drk.config import ConfigError, load_config, options
+from drk.stages.collect import CollectConfig
+from drk.stages.eval import EvalConfig
+from drk.stages.infer import InferConfig
 from drk.stages.rl_config import RLConfig
 from drk.stages.sft import SFTConfig
+from newcomer_helpers import QUERIES
 
 runner = CliRunner()
-GENERATED = {"sft": SFTConfig, "rl": RLConfig}  # the commands whose options are made from their config
+CONFIGS = {"eval": EvalConfig, "collect": CollectConfig, "infer": InferConfig, "sft": SFTConfig, "rl": RLConfig}
+TASK = str(QUERIES / "001_scaled_tanh_bias.py")
+FIRST = {"infer": [TASK]}  # a command's positional arguments
 
 
 def _help_text(cmd: str) -> str:
@@ -27,57 +33,64 @@ def _help_text(cmd: str) -> str:
     return " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
 
 
-@pytest.mark.parametrize("cmd", sorted(GENERATED))
+@pytest.mark.parametrize("cmd", sorted(CONFIGS))
 def test_every_config_field_is_an_option_with_its_description_in_help(cmd):
     text = _help_text(cmd)
-    for o in options(GENERATED[cmd]):
+    for o in options(CONFIGS[cmd]):
+        if o.cli.get("hidden"):  # a positional argument, or a recipe-only key (episode.reward)
+            continue
         assert o.help, f"{cmd}: {o.key} has no description (its comment)"
         assert f"{o.flag} " in text, (cmd, o.flag)
         assert " ".join(o.help.split()) in text, (cmd, o.key, o.help)
 
 
 def _captured(monkeypatch, cmd: str) -> list:
-    """Replace drk.stages.CMD.run by one that resolves the config as the stage does, and keeps it."""
+    """Replace drk.stages.CMD.run by one that only keeps the config it is given (sft, rl: resolves it from the
+    recipe and overrides as the stage does) and stops."""
     import importlib
 
     stage, seen = importlib.import_module(f"drk.stages.{cmd}"), []
 
-    def run(recipe, overrides, **_):
-        cfg = load_config(GENERATED[cmd], recipe, overrides)
-        seen.append(cfg)
-        return cfg, {"finished_before": True, "steps": 0, "step": 0}
+    def run(*args, **_):
+        seen.append(load_config(CONFIGS[cmd], *args) if cmd in ("sft", "rl") else args[0])
+        raise ConfigError("stopped by the test")
 
     monkeypatch.setattr(stage, "run", run)
     return seen
 
 
-@pytest.mark.parametrize("cmd, key, flag, values", [
-    ("sft", "lr", "--lr", (0.1, 0.2, 0.3)),
-    ("rl", "algo.prs_tau", "--algo.prs-tau", (0.1, 0.2, 0.3)),
-    ("rl", "turn_selection.flat_groups", "--turn-selection.flat-groups", ("per-turn", "none", "last-turn")),
+def _value(cfg, key: str):
+    for part in key.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+@pytest.mark.parametrize("cmd, key, recipe_key, flag, values", [
+    ("sft", "lr", "lr", "--lr", (0.1, 0.2, 0.3)),
+    ("rl", "algo.prs_tau", "algo.prs_tau", "--algo.prs-tau", (0.1, 0.2, 0.3)),
+    ("rl", "turn_selection.flat_groups", "turn_selection.flat_groups", "--turn-selection.flat-groups",
+     ("per-turn", "none", "last-turn")),
+    ("collect", "episode.sampling.temperature", "temperature", "--temperature", (0.1, 0.2, 0.3)),
+    ("collect", "episode.sampling.max_new_tokens", "episode.sampling.max_new_tokens", "--max-tokens", (7, 8, 9)),
+    ("eval", "options.trials", "trials", "--trials", (1, 2, 3)),
+    ("eval", "tasks.queries", "tasks_path", "--tasks", ("a", "b", "c")),
+    ("infer", "episode.history", "select", "--select", ("window", "all", "topw")),
 ])
-def test_flag_wins_over_set_over_recipe_over_default(tmp_path, monkeypatch, cmd, key, flag, values):
+def test_flag_wins_over_set_over_recipe_over_default(tmp_path, monkeypatch, cmd, key, recipe_key, flag, values):
     seen = _captured(monkeypatch, cmd)
     by_recipe, by_set, by_flag = values
-    *parents, last = key.split(".")
+    *parents, last = recipe_key.split(".")
     recipe = tmp_path / "r.yaml"
     recipe.write_text("".join(f"{'  ' * i}{p}:\n" for i, p in enumerate(parents)) + f"{'  ' * len(parents)}{last}: "
                       f"{by_recipe}\n")
-
-    def value(cfg):
-        for part in key.split("."):
-            cfg = getattr(cfg, part)
-        return cfg
-
-    out = ["--out", str(tmp_path / "o")]
-    default = value(GENERATED[cmd]())
+    default = _value(CONFIGS[cmd](**({"out": "o"} if cmd == "collect" else {"out": "o", "task_file": TASK}
+                                     if cmd == "infer" else {})), key)
     for args, expected in ([[], default], [["-c", str(recipe)], by_recipe],
-                           [["-c", str(recipe), "--set", f"{key}={by_set}"], by_set],
-                           [["-c", str(recipe), "--set", f"{key}={by_set}", flag, str(by_flag)], by_flag],
-                           [[flag, str(by_flag), "--set", f"{key}={by_set}"], by_flag]):
-        res = runner.invoke(app, [cmd, *args, *out])
-        assert res.exit_code == 0, (args, res.output)
-        assert value(seen[-1]) == expected, args
+                           [["-c", str(recipe), "--set", f"{recipe_key}={by_set}"], by_set],
+                           [["-c", str(recipe), "--set", f"{recipe_key}={by_set}", flag, str(by_flag)], by_flag],
+                           [[flag, str(by_flag), "--set", f"{recipe_key}={by_set}"], by_flag]):
+        runner.invoke(app, [cmd, *FIRST.get(cmd, []), *args, "--out", str(tmp_path / "o")])
+        assert _value(seen.pop(), key) == expected, args
 
 
 @pytest.mark.parametrize("cmd, given, closest", [
@@ -87,14 +100,11 @@ def test_flag_wins_over_set_over_recipe_over_default(tmp_path, monkeypatch, cmd,
 ])
 @pytest.mark.parametrize("how", ["recipe", "set"])
 def test_an_unknown_key_is_one_line_naming_it_and_the_closest_valid_one(tmp_path, cmd, given, closest, how):
-    from newcomer_helpers import QUERIES
-
     *parents, last = given.split(".")
     recipe = tmp_path / "r.yaml"
     recipe.write_text("".join(f"{'  ' * i}{p}:\n" for i, p in enumerate(parents)) + f"{'  ' * len(parents)}{last}: 1\n")
     args = ["-c", str(recipe)] if how == "recipe" else ["--set", f"{given}=1"]
-    first = [str(QUERIES / "001_scaled_tanh_bias.py")] if cmd == "infer" else []
-    res = runner.invoke(app, [cmd, *first, *args, "--out", str(tmp_path / "o")])
+    res = runner.invoke(app, [cmd, *FIRST.get(cmd, []), *args, "--out", str(tmp_path / "o")])
     assert res.exit_code == 2, res.output
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drk: error:") and "Traceback" not in res.output, res.output
