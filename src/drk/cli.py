@@ -179,10 +179,21 @@ def config_options(cls, panel: str = "train"):
                     given[o.key] = list(value) if isinstance(value, tuple) else value
             return fn(*args, overrides=nest(given), **kwargs)
 
-        command.__signature__ = sig.replace(parameters=own + params)
+        # --help shows the panels in the order of their first option: inputs, model, evaluation, training, output
+        order = [P_IN, P_MODEL, P_EVAL, P_TRAIN, PANELS["algo"], PANELS["selection"], P_OUT]
+        ranked = sorted(own + params, key=lambda p: order.index(getattr(p.default, "rich_help_panel", None))
+                        if getattr(p.default, "rich_help_panel", None) in order else -1)
+        command.__signature__ = sig.replace(parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ranked])
         return command
 
     return decorate
+
+
+def config_from(cls, recipe: Optional[Path], sets: Optional[list[str]], flags: dict):
+    """The stage's config: its defaults under the recipe under `--set` under the flags (drk.config)."""
+    from drk.config import expand, load_config, merge, parse_sets
+
+    return load_config(cls, recipe, merge(expand(cls, parse_sets(sets or [], nested=True)), flags))
 
 
 # ------------------------------------------------------------------------------------ recipes and --set
@@ -432,13 +443,6 @@ def infer_cmd(
         typer.echo(f"no correct kernel in {summary['turns']} turns; history in {out}/history.jsonl")
         raise typer.Exit(1)
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
-
-
-def config_from(cls, recipe: Optional[Path], sets: Optional[list[str]], flags: dict):
-    """The stage's config: its defaults under the recipe under `--set` under the flags (drk.config)."""
-    from drk.config import expand, load_config, merge, parse_sets
-
-    return load_config(cls, recipe, merge(expand(cls, parse_sets(sets or [], nested=True)), flags))
 
 
 def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
