@@ -37,7 +37,8 @@ def _help_text(cmd: str) -> str:
 def test_every_config_field_is_an_option_with_its_description_in_help(cmd):
     text = _help_text(cmd)
     for o in options(CONFIGS[cmd]):
-        if o.cli.get("hidden"):  # a positional argument, or a recipe-only key (episode.reward)
+        if o.cli.get("hidden"):  # a positional argument (TASK_FILE), or a recipe-only key (episode.reward)
+            assert o.path[-1] != "task_file" or cmd == "collect" or o.help in text, (cmd, o.key)
             continue
         assert o.help, f"{cmd}: {o.key} has no description (its comment)"
         assert f"{o.flag} " in text, (cmd, o.flag)
@@ -109,3 +110,15 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_closest_valid_one(tmp_path
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drk: error:") and "Traceback" not in res.output, res.output
     assert given.split(".")[-1] in lines[0] and re.search(f"did you mean '?{closest}'?[?)]", lines[0]), lines[0]
+
+
+def test_every_recipe_in_the_repository_loads_into_its_stage_config():
+    from conftest import ROOT
+    from drk.cli import config_from
+
+    recipes = sorted((ROOT / "recipes").rglob("*.yaml"))
+    assert len(recipes) >= 10
+    for recipe in recipes:
+        required = {"collect": {"out": "o"}, "infer": {"out": "o", "task_file": TASK}}.get(recipe.stem, {})
+        cfg = config_from(CONFIGS[recipe.stem], recipe, [], required)
+        assert isinstance(cfg, CONFIGS[recipe.stem]), recipe

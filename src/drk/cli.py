@@ -20,9 +20,9 @@ from typing import Optional
 
 import typer
 
-from drk.config import ConfigError, merge
+from drk.config import ConfigError, field_help, merge
 from drk.engines.base import one_line
-from drk.loading import GymOptions, check_device, check_out, check_report_to, open_gym
+from drk.loading import GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
 from drk.stages.collect import CollectConfig
 from drk.stages.eval import EvalConfig
 from drk.stages.infer import InferConfig
@@ -294,7 +294,7 @@ def render_summary(summary: dict, title: str) -> None:
 @user_errors
 @config_options(EvalConfig, panel="model")
 def eval_cmd(
-    task_file: Optional[Path] = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
+    task_file: Optional[Path] = typer.Argument(None, help=field_help(TaskSelection)["task_file"]),
     config: Optional[Path] = recipe_option(),
     sets: Optional[list[str]] = set_option(),
     as_json: bool = typer.Option(False, "--json", rich_help_panel=P_OUT, help="Print results as JSON lines on stdout."),
@@ -399,7 +399,7 @@ def collect_cmd(
 @user_errors
 @config_options(InferConfig, panel="model")
 def infer_cmd(
-    task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
+    task_file: Path = typer.Argument(..., help=field_help(InferConfig)["task_file"]),
     config: Optional[Path] = recipe_option("recipes/infer.yaml"),
     sets: Optional[list[str]] = set_option(),
     *, overrides: dict,
