@@ -302,7 +302,7 @@ def expand(cls: type, data: dict) -> dict:
     an error naming the closest valid one."""
     aliases: dict[str, list[tuple[str, ...]]] = {}
     for o in options(cls):
-        if o.alias != o.key:
+        if o.alias != o.key and "." not in o.alias:  # a section under a flat one (episode.reward) keeps its path
             aliases.setdefault(o.alias, []).append(o.path)
     fields = {f.name for f in dataclasses.fields(cls)}
     out: dict = {}
