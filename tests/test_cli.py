@@ -101,7 +101,7 @@ def test_recipes_set_defaults_and_flags_win(tmp_path):
     bad.write_text("turnz: 3\n")
     res = runner.invoke(app, ["infer", str(ROOT / "data/queries/001_scaled_tanh_bias.py"), "-c", str(bad), "--out",
                               str(tmp_path / "o")])
-    assert res.exit_code == 2 and "unknown option(s) turnz (did you mean turns?)" in res.output
+    assert res.exit_code == 2 and "unknown option 'turnz' (did you mean 'turns'?" in res.output
 
 
 def test_a_misspelt_recipe_key_names_the_closest_valid_one():

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from drk.config import ConfigError
+from drk.config import ConfigError, field_help, merge
 from drk.engines.base import one_line
-from drk.loading import EngineOptions, GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
+from drk.loading import GymOptions, TaskSelection, check_device, check_out, check_report_to, open_gym
+from drk.stages.collect import CollectConfig
+from drk.stages.eval import EvalConfig
+from drk.stages.infer import InferConfig
+from drk.stages.rl_config import RLConfig
+from drk.stages.sft import SFTConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -36,6 +42,10 @@ P_MODEL = "Model (e.g. --base-url http://localhost:8000/v1 --model drkernel-8b)"
 P_EVAL = "Evaluation (e.g. --device cpu --workers 2 --trials 5)"
 P_OUT = "Output (e.g. --out runs/l1; rerun the same command to resume)"
 P_TRAIN = "Training (e.g. --lr 1e-6 --seed 0 --report-to tensorboard)"
+# the names a config field's option(panel=...) gives (drk.config.option)
+PANELS = {"in": P_IN, "model": P_MODEL, "eval": P_EVAL, "out": P_OUT, "train": P_TRAIN,
+          "algo": "RL objective (e.g. --no-algo.use-mrs --algo.prs-tau 0.3)",
+          "selection": "Turn selection and loss scaling (e.g. --turn-selection.flat-groups none)"}
 
 
 def _version(value: bool) -> None:
@@ -60,9 +70,6 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
     """
     if unsafe_no_sandbox:  # read by every local evaluator pool this process starts, Ray actors included
         os.environ["DRK_UNSAFE_NO_SANDBOX"] = "1"
-
-
-KB_HELP = "KernelBench problems folder (or set DRK_KERNELBENCH); without it, the Hugging Face dataset is used."
 
 
 def fail(msg: str, code: int = EXIT_USER) -> None:
@@ -110,70 +117,94 @@ def eval_options(device: str, timeout: float, input_budget_mb: Optional[float], 
                        **{k: v for k, v in protocol.items() if v is not None})
 
 
+# ------------------------------------------------------------------------- options from a stage's config
+def _shown(value) -> str | bool:
+    import dataclasses
+
+    if value is None or value is dataclasses.MISSING:
+        return False
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or False
+    return str(value)
+
+
+def config_options(cls, panel: str = "train"):
+    """The command gets one option per field of the config dataclass `cls` (drk.config.options: nested sections
+    as `--algo.use-mrs`), after its own parameters; it is called with `overrides`, the values given on the
+    command line (or by an environment variable) as a nested mapping of recipe keys. An option given nowhere
+    is None, so a recipe or --set under it still counts; --help shows the config's default."""
+    import functools
+    import inspect
+
+    from rich.markup import escape
+
+    from drk.config import options
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.name != "overrides"]
+        made: dict[str, list] = {}  # parameter name -> the fields its flag sets (--seed: the sampler's and the judge's)
+        by_flag: dict[str, str] = {}
+        for o in options(cls):
+            if not o.cli.get("hidden"):
+                made.setdefault(by_flag.setdefault(o.flag, o.key.replace(".", "__")), []).append(o)
+        params = []
+        for name, group in made.items():
+            o = group[0]
+            tp = o.type if o.type in (str, int, float, bool, Path) or typing.get_origin(o.type) is list else str
+            flag = f"{o.flag}/--no-{o.flag[2:]}" if tp is bool else o.flag
+            text = "; ".join(dict.fromkeys(g.help for g in group if g.help))
+            shown = _shown(o.default) if len({repr(g.default) for g in group}) == 1 else False
+            info = typer.Option(None, flag, *([o.cli["short"]] if "short" in o.cli else []),
+                                help=escape(text), show_default=shown,
+                                rich_help_panel=PANELS.get(o.cli.get("panel", panel), o.cli.get("panel", panel)),
+                                envvar=o.cli.get("envvar"), min=o.cli.get("min"))
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info,
+                                            annotation=Optional[tp]))
+
+        @functools.wraps(fn)
+        def command(*args, **kwargs):
+            from drk.config import nest
+
+            given = {}
+            for name, group in made.items():
+                value = kwargs.pop(name, None)
+                if value is None or value in ([], ()):
+                    continue
+                for o in group:
+                    if o.type not in (str, int, float, bool, Path) and typing.get_origin(o.type) is not list:
+                        import yaml
+
+                        value = yaml.safe_load(value)
+                    given[o.key] = list(value) if isinstance(value, tuple) else value
+            return fn(*args, overrides=nest(given), **kwargs)
+
+        # --help shows the panels in the order of their first option: inputs, model, evaluation, training, output
+        order = [P_IN, P_MODEL, P_EVAL, P_TRAIN, PANELS["algo"], PANELS["selection"], P_OUT]
+        ranked = sorted(own + params, key=lambda p: order.index(getattr(p.default, "rich_help_panel", None))
+                        if getattr(p.default, "rich_help_panel", None) in order else -1)
+        command.__signature__ = sig.replace(parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ranked])
+        return command
+
+    return decorate
+
+
+def config_from(cls, recipe: Optional[Path], sets: Optional[list[str]], flags: dict):
+    """The stage's config: its defaults under the recipe under `--set` under the flags (drk.config)."""
+    from drk.config import expand, load_config, merge, parse_sets
+
+    return load_config(cls, recipe, merge(expand(cls, parse_sets(sets or [], nested=True)), flags))
+
+
 # ------------------------------------------------------------------------------------ recipes and --set
-def _apply_recipe_keys(ctx: typer.Context, data: dict, where: str) -> None:
-    names = {p.name for p in ctx.command.params}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        import difflib
-
-        hints = [f"{k} (did you mean {c[0]}?)" if (c := difflib.get_close_matches(k, list(names), n=1, cutoff=0.6))
-                 else k for k in unknown]
-        fail(f"{where}: unknown option(s) {', '.join(hints)} for drk {ctx.command.name}")
-    ctx.default_map = {**(ctx.default_map or {}), **data}
+def recipe_option(example: str = "recipes/eval.yaml"):
+    return typer.Option(None, "-c", "--config", rich_help_panel=P_IN,
+                        help=f"Recipe (YAML) whose keys set this command's options, e.g. {example}.")
 
 
-def _recipe_defaults(ctx: typer.Context, param, value: Optional[Path]):
-    """Eager `-c recipe.yaml`: its keys (option names, with underscores) become the command's defaults;
-    `--set key=value` and flags given on the command line still win. Relative input paths in a recipe are
-    resolved against the recipe's folder (outputs stay relative to where the command runs)."""
-    if value is None:
-        return value
-    from drk.config import ConfigError, load_yaml, resolve_recipe_paths
-
-    try:
-        data = resolve_recipe_paths(load_yaml(value), Path(value).parent)
-    except ConfigError as e:
-        fail(str(e))
-    _apply_recipe_keys(ctx, data, str(value))
-    _apply_recipe_keys(ctx, ctx.meta.get("drk_sets", {}), "--set")  # --set wins over the recipe
-    return value
-
-
-def _set_defaults(ctx: typer.Context, param, values):
-    """Eager `--set key=value` (repeatable): a recipe key given on the command line."""
-    if not values:
-        return values
-    from drk.config import ConfigError, parse_sets
-
-    try:
-        data = parse_sets(values, nested=False)
-    except ConfigError as e:
-        fail(str(e))
-    ctx.meta["drk_sets"] = data
-    _apply_recipe_keys(ctx, data, "--set")
-    return values
-
-
-def recipe_option():
-    return typer.Option(None, "-c", "--config", is_eager=True, callback=_recipe_defaults, rich_help_panel=P_IN,
-                        help="Recipe (YAML) whose keys set this command's options, e.g. recipes/eval.yaml.")
-
-
-def set_option(eager: bool = True):
-    return typer.Option(None, "--set", is_eager=eager, callback=_set_defaults if eager else None,
-                        metavar="KEY=VALUE", rich_help_panel=P_IN,
+def set_option():
+    return typer.Option(None, "--set", metavar="KEY=VALUE", rich_help_panel=P_IN,
                         help="Override one recipe key (repeatable), e.g. --set turns=3 --set temperature=0.7.")
-
-
-def limit_option(what: str = "tasks"):
-    return typer.Option(None, "--limit", min=1, rich_help_panel=P_IN,
-                        help=f"Use only the first N {what} (a quick look), e.g. --limit 5.")
-
-
-def seed_option(default: Optional[int] = None, what: str = "sampling and evaluation inputs"):
-    return typer.Option(default, "--seed", rich_help_panel=P_EVAL if what != "training" else P_TRAIN,
-                        help=f"Seed for {what}, e.g. --seed 0.")
 
 
 def overwrite_option():
@@ -181,7 +212,6 @@ def overwrite_option():
                         help="Replace the run in --out even if it was made with other settings (default: refuse).")
 
 
-GYM_HELP = "Evaluator: local (warm workers here), http://HOST:PORT (drk gym serve), ray or ray://HOST:PORT."
 CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
 
 
@@ -262,43 +292,13 @@ def render_summary(summary: dict, title: str) -> None:
 
 @app.command("eval")
 @user_errors
+@config_options(EvalConfig, panel="model")
 def eval_cmd(
-    task_file: Optional[Path] = typer.Argument(None, help="One task file (KernelBench format) to evaluate against."),
-    solution: Optional[Path] = typer.Option(None, "--solution", rich_help_panel=P_IN, help="With TASK_FILE: the one candidate to evaluate."),
+    task_file: Optional[Path] = typer.Argument(None, help=field_help(TaskSelection)["task_file"]),
     config: Optional[Path] = recipe_option(),
     sets: Optional[list[str]] = set_option(),
-    solutions: Optional[Path] = typer.Option(None, "--solutions", rich_help_panel=P_IN, help="Folder of candidate files: level1/19_ReLU.py or KernelBench's level_1_problem_19_sample_0_kernel.py."),
-    level: Optional[str] = typer.Option(None, "--level", rich_help_panel=P_IN, help="KernelBench level(s): 1, 2, 3 or 1,2."),
-    problems: Optional[str] = typer.Option(None, "--problems", rich_help_panel=P_IN, help="Problem ids: 1,2,19 or 1-10."),
-    limit: Optional[int] = limit_option(),
-    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", rich_help_panel=P_IN, help=KB_HELP),
-    tasks_path: Optional[Path] = typer.Option(None, "--tasks", rich_help_panel=P_IN, help="A folder of task files or a JSONL/parquet query set instead of KernelBench."),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Generate the candidates: a local model path / HF id, or the model name at --base-url."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL, help="OpenAI-compatible endpoint (vLLM, SGLang, hosted APIs)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL, help="Environment variable holding the API key."),
-    samples: int = typer.Option(1, "--samples", rich_help_panel=P_MODEL, help="With --model: episodes per task."),
-    turns: int = typer.Option(3, "--turns", rich_help_panel=P_MODEL, help="With --model: turns per episode (feedback between turns)."),
-    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
-    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
-    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL, help="Max new tokens per reply."),
-    concurrency: int = typer.Option(16, "--concurrency", rich_help_panel=P_MODEL, help="Concurrent requests to an endpoint."),
-    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
-    wave: int = typer.Option(64, "--wave", rich_help_panel=P_MODEL, help="With --model: episodes run together (an interrupt loses at most the wave in flight)."),
-    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="cuda, cuda:N, cpu (Triton interpreter, scaled shapes) or auto."),
-    workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=P_EVAL, help="Evaluation workers (default: one per GPU; CPU: up to 4)."),
-    trials: int = typer.Option(5, "--trials", rich_help_panel=P_EVAL, help="Correctness trials with fresh seeded inputs."),
-    tolerance: float = typer.Option(1e-2, "--tolerance", rich_help_panel=P_EVAL, help="atol = rtol for float32 outputs (paper: 1e-2)."),
-    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL, help="Seconds per evaluation."),
-    timing_trials: int = typer.Option(100, "--timing-trials", rich_help_panel=P_EVAL, help="Timed calls per kernel (median reported)."),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL, help="Scale size constants so inputs fit (default: 2 MB on CPU, full size on GPU)."),
-    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline", rich_help_panel=P_EVAL, help="Also time the reference under torch.compile."),
-    fp64: bool = typer.Option(False, "--fp64", rich_help_panel=P_EVAL, help="Also compare against a float64 reference (max_abs_diff_fp64)."),
-    seed: Optional[int] = seed_option(),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
-    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", rich_help_panel=P_EVAL, help=CACHE_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Write results.jsonl and summary.json here; rerun with the same --out to resume."),
-    overwrite: bool = overwrite_option(),
     as_json: bool = typer.Option(False, "--json", rich_help_panel=P_OUT, help="Print results as JSON lines on stdout."),
+    *, overrides: dict,
 ) -> None:
     """Evaluate candidate kernels: one pair, a folder of solutions, or kernels a model writes.
 
@@ -313,14 +313,10 @@ def eval_cmd(
     """
     from drk.stages import eval as stage
 
-    opts = eval_options(device, timeout, input_budget_mb, trials=trials, tolerance=tolerance,
-                        timing_trials=timing_trials, compile_baseline=compile_baseline, fp64_check=fp64, seed=seed)
-    cfg = stage.EvalConfig(
-        tasks=TaskSelection(task_file, str(tasks_path) if tasks_path else None, level, problems, kernelbench, limit),
-        options=opts, gym=GymOptions(gym, workers, eval_cache), solution=solution, solutions=solutions,
-        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries),
-        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens, opts, seed), samples=samples,
-        wave=wave, out=out, overwrite=overwrite)
+    if task_file is not None:
+        overrides = merge(overrides, {"tasks": {"task_file": task_file}})
+    cfg = config_from(EvalConfig, config, sets, overrides)
+    model, samples, out = cfg.engine.model, cfg.samples, cfg.out
     with StageProgress("eval") as prog:
         done = stage.run(cfg, on_start=prog.start,
                          on_result=lambda r: prog.advance(r.verdict == "ok", f"{r.task}: {r.verdict}"),
@@ -354,16 +350,6 @@ def eval_cmd(
         raise done.infra
 
 
-def episode_config(turns: int, history: str, keep: int, temperature: float, top_p: float, max_tokens: int, opts,
-                   seed: Optional[int] = None):
-    from drk.agent.episode import EpisodeConfig
-    from drk.engines import SamplingParams
-
-    return EpisodeConfig(turns=turns, history=history, keep=keep, eval_options=opts,
-                         sampling=SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens,
-                                                 seed=seed))
-
-
 def _episode_note(ep) -> str:
     if ep.infra_error:
         return f"{ep.task.id}: infra_error"
@@ -376,36 +362,11 @@ def _episode_note(ep) -> str:
 
 @app.command("collect")
 @user_errors
+@config_options(CollectConfig, panel="model")
 def collect_cmd(
-    config: Optional[Path] = recipe_option(),
+    config: Optional[Path] = recipe_option("recipes/collect.yaml"),
     sets: Optional[list[str]] = set_option(),
-    queries: Optional[str] = typer.Option(None, "--queries", rich_help_panel=P_IN, help="Query set: folder of task files, JSONL/parquet (plain or Dr. Kernel RL layout), or HF dataset id."),
-    level: Optional[str] = typer.Option(None, "--level", rich_help_panel=P_IN, help="Use KernelBench levels instead (contamination warning)."),
-    problems: Optional[str] = typer.Option(None, "--problems", rich_help_panel=P_IN, help="Problem ids / rows: 1,2,19 or 1-10."),
-    limit: Optional[int] = limit_option("queries"),
-    kernelbench: Optional[Path] = typer.Option(None, "--kernelbench", envvar="DRK_KERNELBENCH", rich_help_panel=P_IN, help=KB_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL, help="Teacher: OpenAI-compatible endpoint."),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Teacher model name (or a local model path)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL, help="Environment variable holding the API key."),
-    engine: str = typer.Option("auto", "--engine", rich_help_panel=P_MODEL, help="Teacher kind: auto (endpoint with --base-url, else local model), openai, hf, vllm, or template (built-in teacher of `drk tasks synth` tasks; no --model needed)."),
-    engine_opt: Optional[list[str]] = typer.Option(None, "--engine-opt", metavar="KEY=VALUE", rich_help_panel=P_MODEL, help="Template teacher option (repeatable): wrong=0.5 slow=0.2 fix=0.8 seed=0 (probabilities of a wrong / slow first answer and of fixing after feedback); wrong_variants=nomask,wrong_op limits the wrong answers to those variants."),
-    turns: int = typer.Option(5, "--turns", rich_help_panel=P_MODEL),
-    samples: int = typer.Option(1, "--samples", rich_help_panel=P_MODEL, help="Episodes per query."),
-    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
-    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
-    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL),
-    concurrency: int = typer.Option(16, "--concurrency", rich_help_panel=P_MODEL, help="Concurrent requests to the endpoint."),
-    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
-    wave: int = typer.Option(32, "--wave", rich_help_panel=P_MODEL, help="Episodes run together."),
-    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="cuda, cuda:N, cpu or auto."),
-    workers: Optional[int] = typer.Option(None, "--workers", rich_help_panel=P_EVAL),
-    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL),
-    seed: Optional[int] = seed_option(),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
-    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", rich_help_panel=P_EVAL, help=CACHE_HELP),
-    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Writes OUT/trajectories.jsonl; rerun with the same --out to resume."),
-    overwrite: bool = overwrite_option(),
+    *, overrides: dict,
 ) -> None:
     """Collect multi-turn trajectories from a teacher; each turn's kernel is evaluated and the feedback goes
     into the next turn.
@@ -421,12 +382,8 @@ def collect_cmd(
     """
     from drk.stages import collect as stage
 
-    cfg = stage.CollectConfig(
-        out=out, tasks=TaskSelection(None, queries, level, problems, kernelbench, limit),
-        engine=EngineOptions(model, base_url, api_key_env, concurrency, max_retries, engine, list(engine_opt or [])),
-        episode=episode_config(turns, "all", 4, temperature, top_p, max_tokens,
-                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
-        gym=GymOptions(gym, workers, eval_cache), samples=samples, wave=wave, overwrite=overwrite)
+    cfg = config_from(CollectConfig, config, sets, overrides)
+    out = cfg.out
     with StageProgress("collect") as prog:
         stats = stage.run(cfg, on_start=prog.start,
                           on_episode=lambda ep: prog.advance(ep.best_turn() is not None, _episode_note(ep)))
@@ -440,29 +397,12 @@ def collect_cmd(
 
 @app.command("infer")
 @user_errors
+@config_options(InferConfig, panel="model")
 def infer_cmd(
-    task_file: Path = typer.Argument(..., help="The task (KernelBench format: Model, get_inputs, get_init_inputs)."),
-    config: Optional[Path] = recipe_option(),
+    task_file: Path = typer.Argument(..., help=field_help(InferConfig)["task_file"]),
+    config: Optional[Path] = recipe_option("recipes/infer.yaml"),
     sets: Optional[list[str]] = set_option(),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Local model path / HF id, or the model name at --base-url."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", rich_help_panel=P_MODEL),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", rich_help_panel=P_MODEL),
-    iterations: int = typer.Option(10, "--iterations", rich_help_panel=P_MODEL, help="STTS iterations (the first is a multi-turn episode)."),
-    turns: int = typer.Option(5, "--turns", rich_help_panel=P_MODEL, help="Turns in the first iteration."),
-    keep: int = typer.Option(4, "--keep", rich_help_panel=P_MODEL, help="Past turns carried into each new context."),
-    select: str = typer.Option("topw", "--select", rich_help_panel=P_MODEL, help="topw (top-w by reward, the paper) or window (best consecutive window)."),
-    temperature: float = typer.Option(1.0, "--temperature", rich_help_panel=P_MODEL),
-    top_p: float = typer.Option(1.0, "--top-p", rich_help_panel=P_MODEL),
-    max_tokens: int = typer.Option(4096, "--max-tokens", rich_help_panel=P_MODEL),
-    max_retries: int = typer.Option(5, "--max-retries", rich_help_panel=P_MODEL, help="Retries (exponential backoff) of a failed request before it is an infra_error."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, rich_help_panel=P_IN, help="Stop after N turns in all (a quick look), e.g. --limit 3."),
-    device: str = typer.Option("auto", "--device", rich_help_panel=P_EVAL, help="Evaluation device: cuda, cuda:N, cpu or auto."),
-    timeout: float = typer.Option(300.0, "--timeout", rich_help_panel=P_EVAL),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb", rich_help_panel=P_EVAL),
-    seed: Optional[int] = seed_option(),
-    gym: str = typer.Option("local", "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
-    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Writes OUT/history.jsonl, OUT/best.py, OUT/summary.json; rerun to resume."),
-    overwrite: bool = overwrite_option(),
+    *, overrides: dict,
 ) -> None:
     """Sequential test-time scaling on one task: keep every turn, rebuild each context from the first
     prompt plus the best past turns, and keep the best correct kernel.
@@ -478,11 +418,8 @@ def infer_cmd(
 
     from drk.stages import infer as stage
 
-    cfg = stage.InferConfig(
-        task_file=task_file, out=out, engine=EngineOptions(model, base_url, api_key_env, 4, max_retries),
-        episode=episode_config(turns, select, keep, temperature, top_p, max_tokens,
-                               eval_options(device, timeout, input_budget_mb, seed=seed), seed),
-        iterations=iterations, limit=limit, gym=GymOptions(gym, 1), overwrite=overwrite)
+    cfg = config_from(InferConfig, config, sets, merge(overrides, {"task_file": task_file}))
+    out = cfg.out
     table = Table()
     for col in ("turn", "context", "verdict", "speedup", "coverage", "reward"):
         table.add_column(col)
@@ -517,24 +454,12 @@ def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
 
 @app.command("sft")
 @user_errors
+@config_options(SFTConfig)
 def sft_cmd(
-    config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/sft.yaml."),
-    sets: Optional[list[str]] = set_option(eager=False),
-    data: Optional[str] = typer.Option(None, "--data", rich_help_panel=P_IN, help="trajectories.jsonl from drk collect, or an HF dataset id."),
-    filter: Optional[str] = typer.Option(None, "--filter", rich_help_panel=P_IN, help="all | correct | upto_best."),
-    limit: Optional[int] = limit_option("conversations"),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="HF id or local path; 'tiny' / 'small' build an offline test model."),
-    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", rich_help_panel=P_MODEL),
-    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
-    epochs: Optional[float] = typer.Option(None, "--epochs", rich_help_panel=P_TRAIN),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", rich_help_panel=P_TRAIN, help="Global batch (sequences per step)."),
-    micro_batch_size: Optional[int] = typer.Option(None, "--micro-batch-size", rich_help_panel=P_TRAIN),
-    max_length: Optional[int] = typer.Option(None, "--max-length", rich_help_panel=P_TRAIN),
-    packing: Optional[bool] = typer.Option(None, "--packing/--no-packing", rich_help_panel=P_TRAIN),
-    seed: Optional[int] = seed_option(what="training"),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Checkpoint directory; rerun with the same --out to resume."),
+    config: Optional[Path] = recipe_option("recipes/sft.yaml"),
+    sets: Optional[list[str]] = set_option(),
     overwrite: bool = overwrite_option(),
-    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker: tensorboard, trackio, wandb or none."),
+    *, overrides: dict,
 ) -> None:
     """Cold-start supervised fine-tuning on multi-turn trajectories (TRL SFTTrainer; loss on assistant
     turns only; optional LoRA; multi-GPU with `accelerate launch -m drk sft ...`).
@@ -550,13 +475,9 @@ def sft_cmd(
     """
     from drk.stages import sft as stage
 
-    check_out(out)
-    check_report_to(report_to)
-    overrides = _training_overrides(
-        {"model": model, "data": data, "out": str(out) if out else None, "filter": filter, "lr": lr,
-         "epochs": epochs, "batch_size": batch_size, "micro_batch_size": micro_batch_size,
-         "max_length": max_length, "lora": lora, "packing": packing, "seed": seed, "limit": limit,
-         "report_to": report_to}, sets)
+    check_out(Path(overrides["out"]) if "out" in overrides else None)
+    check_report_to(overrides.get("report_to"))
+    overrides = _training_overrides(overrides, sets)
 
     def started(cfg, ck: Optional[Path]) -> None:
         if ck is not None:
@@ -574,26 +495,14 @@ def sft_cmd(
 
 @app.command("rl")
 @user_errors
+@config_options(RLConfig)
 def rl_cmd(
-    config: Optional[Path] = typer.Option(None, "-c", "--config", rich_help_panel=P_IN, help="Recipe (YAML), e.g. recipes/rl.yaml."),
-    sets: Optional[list[str]] = set_option(eager=False),
-    queries: Optional[str] = typer.Option(None, "--queries", rich_help_panel=P_IN, help="Query set (default data/queries)."),
-    limit: Optional[int] = limit_option("queries"),
-    model: Optional[str] = typer.Option(None, "--model", rich_help_panel=P_MODEL, help="Policy: HF id / local path (e.g. a drk sft checkpoint); tiny | small | qwen3-0.6b."),
-    steps: Optional[int] = typer.Option(None, "--steps", rich_help_panel=P_TRAIN),
-    prompts_per_step: Optional[int] = typer.Option(None, "--prompts-per-step", rich_help_panel=P_TRAIN),
-    rollouts: Optional[int] = typer.Option(None, "--rollouts", rich_help_panel=P_TRAIN),
-    turns: Optional[int] = typer.Option(None, "--turns", rich_help_panel=P_TRAIN),
-    lr: Optional[float] = typer.Option(None, "--lr", rich_help_panel=P_TRAIN),
-    seed: Optional[int] = seed_option(what="training"),
+    config: Optional[Path] = recipe_option("recipes/rl.yaml"),
+    sets: Optional[list[str]] = set_option(),
     stop_after: Optional[int] = typer.Option(None, "--stop-after", rich_help_panel=P_TRAIN, help="Stop after this step (for smoke runs)."),
-    eval_device: Optional[str] = typer.Option(None, "--eval-device", rich_help_panel=P_EVAL, help="Where kernels are evaluated: cpu, cuda, cuda:N."),
-    env: Optional[str] = typer.Option(None, "--env", rich_help_panel=P_EVAL, help="gym (the evaluator; the only environment the CLI builds: others are passed in code)."),
-    gym: Optional[str] = typer.Option(None, "--gym", envvar="DRK_GYM", rich_help_panel=P_EVAL, help=GYM_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", rich_help_panel=P_OUT, help="Run directory (checkpoints, metrics.jsonl, rollouts/)."),
     resume: Optional[Path] = typer.Option(None, "--resume", rich_help_panel=P_OUT, help="Continue the run in this directory from its latest checkpoint."),
     overwrite: bool = overwrite_option(),
-    report_to: Optional[str] = typer.Option(None, "--report-to", rich_help_panel=P_OUT, help="Experiment tracker (through accelerate): tensorboard, trackio, wandb or none."),
+    *, overrides: dict,
 ) -> None:
     """Multi-turn RL with TRLOO advantages, mismatch rejection sampling (MRS), profiling-based reward (PR)
     and profiling-based rejection sampling (PRS); resumable from any checkpoint.
@@ -608,15 +517,11 @@ def rl_cmd(
     """
     from drk.stages import rl as stage
 
-    check_out(out)
-    check_report_to(report_to)
-    if eval_device is not None:
-        check_device(eval_device, "--eval-device")
-    overrides = _training_overrides(
-        {"out": str(out) if out else None, "model": model, "queries": queries, "steps": steps,
-         "prompts_per_step": prompts_per_step, "rollouts": rollouts, "turns": turns, "lr": lr,
-         "eval_device": eval_device, "env": env, "gym": gym, "seed": seed, "limit": limit,
-         "report_to": report_to}, sets)
+    check_out(Path(overrides["out"]) if "out" in overrides else None)
+    check_report_to(overrides.get("report_to"))
+    if "eval_device" in overrides:
+        check_device(overrides["eval_device"], "--eval-device")
+    overrides = _training_overrides(overrides, sets)
     with StageProgress("rl") as prog:
         def started(cfg, continues: Optional[int]) -> None:
             if continues is not None:

@@ -17,10 +17,10 @@ tests/test_newcomer_errors.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from drk.config import ConfigError
+from drk.config import ConfigError, option
 
 # ------------------------------------------------------------------------------------------------ checks
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -68,8 +68,8 @@ class TaskSelection:
     queries: str | None = None       # a query set: folder of task files, JSONL/parquet, HF dataset id
     level: str | None = None         # KernelBench level(s): 1, 2, 3 or 1,2
     problems: str | None = None      # problem ids / rows: 1,2,19 or 1-10
-    kernelbench: Path | None = None  # KernelBench problems folder; None: the Hugging Face dataset
-    limit: int | None = None         # only the first N tasks
+    kernelbench: Path | None = option(None, envvar="DRK_KERNELBENCH")  # KernelBench problems folder; None: the Hugging Face dataset
+    limit: int | None = option(None, min=1)  # only the first N tasks (a quick look)
 
 
 def check_tasks(tasks: list) -> None:
@@ -137,8 +137,8 @@ class EngineOptions:
     api_key_env: str = "OPENAI_API_KEY"  # the *name* of the variable holding the key, never the key
     concurrency: int = 16                # concurrent requests to an endpoint
     max_retries: int = 5                 # retries (exponential backoff) before a request is an infra_error
-    kind: str = "auto"                   # auto | openai | hf | vllm | template (drk.engines.KINDS)
-    template_opts: list[str] = field(default_factory=list)  # KEY=VALUE options of the template teacher
+    kind: str = option("auto", flag="--engine")  # auto | openai | hf | vllm | template (drk.engines.KINDS)
+    template_opts: list[str] = option(factory=list, flag="--engine-opt")  # KEY=VALUE options of the template teacher (repeatable): wrong=0.5 slow=0.2 fix=0.8 seed=0 wrong_variants=nomask,wrong_op
 
 
 def _looks_like_path(model: str) -> bool:
@@ -199,9 +199,9 @@ def load_engine(opts: EngineOptions, device: str = "auto"):
 @dataclass
 class GymOptions:
     """Which evaluator backend (`--gym`), how many workers, and the evaluation cache."""
-    spec: str = "local"           # local (warm workers here) | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
+    spec: str = option("local", flag="--gym", envvar="DRK_GYM")  # local (warm workers here) | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
     workers: int | None = None    # evaluation workers (default: one per GPU; CPU: up to 4)
-    cache: Path | None = None     # SQLite evaluation cache: identical candidates are evaluated once
+    cache: Path | None = option(None, flag="--eval-cache")  # SQLite evaluation cache: identical candidates are evaluated once
 
 
 class open_gym:

@@ -21,6 +21,7 @@ from typing import Callable
 
 from drk.agent.extract import extract_code
 from drk.agent.prompts import feedback_prompt, initial_messages
+from drk.config import option
 from drk.engines.base import FINISH_ERROR, Engine, SamplingParams
 from drk.gym.reward import RewardWeights, turn_reward
 from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest, EvalResult
@@ -180,17 +181,24 @@ def build_context(ep: Episode, policy: str, keep: int) -> tuple[list[dict], list
     return msgs, [t.index for t in chosen]
 
 
+# EvalOptions (drk.gym) does not import drk.config: the flags of its fields that are not their dashed names
+EVAL_OPTION_FLAGS = {"timeout_s": "--timeout", "fp64_check": "--fp64"}
+
+
 @dataclass
 class EpisodeConfig:
+    """One episode's options; the stages nest it whole (`drk collect --turns 5 --temperature 0.7 --trials 3`)."""
     turns: int = 3                    # turns per episode
     history: str = "all"              # all | topw | window
     keep: int = 4                     # turns kept in context by topw/window
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    eval_options: EvalOptions = field(default_factory=EvalOptions)
-    reward: RewardWeights = field(default_factory=RewardWeights)
-    system_prompt: bool = True
-    feedback_chars: int = 2000
-    overlap_chunks: int = 1           # generate in this many chunks, each judged while the next is generated
+    # the sampler's options (n is always 1: each episode samples its own turns)
+    sampling: SamplingParams = option(factory=SamplingParams, flat=True, hide=("n",),
+                                      flags={"max_new_tokens": "--max-tokens"})
+    eval_options: EvalOptions = option(factory=EvalOptions, flat=True, panel="eval", flags=EVAL_OPTION_FLAGS)
+    reward: RewardWeights = option(factory=RewardWeights, hidden=True)  # recipe only: episode.reward.w_c ...
+    system_prompt: bool = True        # the first prompt has the system message
+    feedback_chars: int = 2000        # the evaluator's feedback is cut to this many characters per turn
+    overlap_chunks: int = 1           # generate a turn in this many chunks, each judged while the next is generated
 
 
 def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> Episode:

@@ -35,9 +35,9 @@ class SamplingParams:
     temperature: float = 1.0          # <= 0 means greedy
     top_p: float = 1.0                # 1.0 = off
     top_k: int = 0                    # 0 = off (transformers' generate() would default to 50: we never use it)
-    max_new_tokens: int = 1024
+    max_new_tokens: int = 1024        # tokens one reply may generate
     n: int = 1                        # samples per conversation
-    seed: int | None = None
+    seed: int | None = None           # sampling seed (None: unseeded)
     stop: list[str] | None = None     # stop strings; the text is cut before the first one (not included)
 
 

@@ -16,12 +16,14 @@ with verdict infra_error, the run stops after the wave in flight (InfraError) an
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from drk.agent.episode import (STOPPED_INFRA, Episode, EpisodeConfig, episode_uuid, infra_failure, new_episode,
                                run_episodes)
+from drk.config import option
+from drk.engines.base import SamplingParams
 from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine,
                          load_training_tasks, open_gym)
 from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl
@@ -33,14 +35,15 @@ OUTPUTS = ("trajectories.jsonl", "infra_errors.jsonl")
 @dataclass
 class CollectConfig:
     """What `drk collect` runs: which queries, which teacher, how many episodes, evaluated where."""
-    out: Path                            # writes OUT/trajectories.jsonl (and infra_errors.jsonl)
-    tasks: TaskSelection = field(default_factory=TaskSelection)     # a query set or KernelBench levels
-    engine: EngineOptions = field(default_factory=EngineOptions)    # the teacher
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)   # turns, sampling, evaluation protocol
-    gym: GymOptions = field(default_factory=GymOptions)
-    samples: int = 1                     # episodes per query
-    wave: int = 32                       # episodes run together (an interrupt loses at most one wave)
-    overwrite: bool = False              # replace a collection in `out` made with other settings (default: refuse)
+    out: Path = option(panel="out")      # writes OUT/trajectories.jsonl (and infra_errors.jsonl); rerun to resume
+    tasks: TaskSelection = option(factory=TaskSelection, flat=True, panel="in", hide=("task_file",))  # a query set or KernelBench levels
+    engine: EngineOptions = option(factory=EngineOptions, flat=True, panel="model")  # the teacher
+    episode: EpisodeConfig = option(factory=lambda: EpisodeConfig(turns=5, sampling=SamplingParams(max_new_tokens=4096)),
+                                    flat=True, panel="model")  # turns, sampling, evaluation protocol
+    gym: GymOptions = option(factory=GymOptions, flat=True, panel="eval")
+    samples: int = option(1, panel="model")  # episodes per query
+    wave: int = option(32, panel="model")  # episodes run together (an interrupt loses at most one wave)
+    overwrite: bool = option(False, panel="out")  # replace a collection in `out` made with other settings (default: refuse)
 
 
 def run(cfg: CollectConfig, *, on_start: Callable[[int, int], None] | None = None,

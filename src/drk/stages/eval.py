@@ -34,10 +34,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from drk.agent.episode import (Episode, EpisodeConfig, InfraError, episode_uuid, infra_failure, new_episode,
+from drk.agent.episode import (EVAL_OPTION_FLAGS, Episode, EpisodeConfig, InfraError, episode_uuid, infra_failure, new_episode,
                                run_episodes)
-from drk.config import ConfigError
-from drk.engines.base import TimedEngine
+from drk.config import ConfigError, option
+from drk.engines.base import SamplingParams, TimedEngine
 from drk.gym.types import INFRA_ERROR, EvalOptions, EvalRequest, EvalResult
 from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine, load_tasks,
                          open_gym)
@@ -50,17 +50,21 @@ from drk.tasks import Task, TaskError
 class EvalConfig:
     """What `drk eval` evaluates, how and where: `tasks.task_file` with `solution` if given, else a
     `solutions` folder, else the kernels `engine.model` writes."""
-    tasks: TaskSelection = field(default_factory=TaskSelection)
-    options: EvalOptions = field(default_factory=EvalOptions)       # the evaluation protocol (device, trials, ...)
-    gym: GymOptions = field(default_factory=GymOptions)
-    solution: Path | None = None         # with tasks.task_file: the one candidate
-    solutions: Path | None = None        # a folder of candidate files (see find_candidates)
-    engine: EngineOptions = field(default_factory=EngineOptions)    # with engine.model: a model writes the candidates
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)   # with a model: turns, sampling (protocol: options)
-    samples: int = 1                     # with a model: episodes per task
-    wave: int = 64                       # with a model: episodes run together (an interrupt loses at most one wave)
-    out: Path | None = None              # results.jsonl, summary.json; a model's run defaults to runs/eval-model
-    overwrite: bool = False              # replace a run in `out` made with other settings (default: refuse)
+    # --tasks (recipe key tasks_path): a folder of task files or a query set instead of KernelBench
+    tasks: TaskSelection = option(factory=TaskSelection, flat=True, panel="in", hide=("task_file",),
+                                  flags={"queries": "--tasks"}, keys={"queries": "tasks_path"})
+    # the evaluation protocol (device, trials, ...)
+    options: EvalOptions = option(factory=EvalOptions, flat=True, panel="eval", flags=EVAL_OPTION_FLAGS)
+    gym: GymOptions = option(factory=GymOptions, flat=True, panel="eval")
+    solution: Path | None = option(None, panel="in")  # with tasks.task_file: the one candidate
+    solutions: Path | None = option(None, panel="in")  # a folder of candidate files: level1/19_ReLU.py or KernelBench's level_1_problem_19_sample_0_kernel.py
+    engine: EngineOptions = option(factory=EngineOptions, flat=True, panel="model")  # with engine.model: a model writes the candidates
+    episode: EpisodeConfig = option(factory=lambda: EpisodeConfig(sampling=SamplingParams(max_new_tokens=4096)),
+                                    flat=True, panel="model", hide=("eval_options",))  # with a model: turns, sampling (protocol: options)
+    samples: int = option(1, panel="model")  # with a model: episodes per task
+    wave: int = option(64, panel="model")  # with a model: episodes run together (an interrupt loses at most one wave)
+    out: Path | None = option(None, panel="out")  # results.jsonl, summary.json; a model's run defaults to runs/eval-model
+    overwrite: bool = option(False, panel="out")  # replace a run in `out` made with other settings (default: refuse)
 
 
 @dataclass

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from drk.agent.episode import Episode, EpisodeConfig, Turn, infra_failure, new_episode
 from drk.agent.stts import STTSConfig, run_stts, total_turns
-from drk.config import ConfigError
+from drk.config import ConfigError, option
+from drk.engines.base import SamplingParams
 from drk.loading import (EngineOptions, GymOptions, TaskSelection, check_device, check_out, load_engine, load_tasks,
                          open_gym)
 from drk.records import JsonlWriter, claim_run_dir, read_jsonl, rewrite_jsonl, write_json
@@ -32,16 +33,18 @@ OUTPUTS = ("history.jsonl", "best.py", "summary.json")
 @dataclass
 class InferConfig:
     """What `drk infer` runs: one task, one model, the STTS schedule."""
-    task_file: Path                      # the task (KernelBench format)
-    out: Path                            # writes OUT/history.jsonl, OUT/best.py, OUT/summary.json
-    engine: EngineOptions = field(default_factory=EngineOptions)
-    # turns of the first iteration; history = the selection (topw: top-w by reward, the paper | window: best
-    # consecutive window); keep = past turns carried into each new context; sampling; evaluation protocol
-    episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(turns=5, history="topw"))
-    iterations: int = 10                 # STTS iterations (the first is a multi-turn episode)
-    limit: int | None = None             # stop after N turns in all: the schedule is shortened, first iteration first
-    gym: GymOptions = field(default_factory=lambda: GymOptions(workers=1))
-    overwrite: bool = False              # replace a run in `out` made with other settings (default: refuse)
+    task_file: Path = option(hidden=True)  # the task (KernelBench format: Model, get_inputs, get_init_inputs)
+    out: Path = option(panel="out")      # writes OUT/history.jsonl, OUT/best.py, OUT/summary.json; rerun to resume
+    engine: EngineOptions = option(factory=lambda: EngineOptions(concurrency=4), flat=True, panel="model")
+    # turns of the first iteration; history (--select) = the selection (topw: top-w by reward, the paper | window:
+    # best consecutive window); keep = past turns carried into each new context; sampling; evaluation protocol
+    episode: EpisodeConfig = option(factory=lambda: EpisodeConfig(turns=5, history="topw",
+                                                                  sampling=SamplingParams(max_new_tokens=4096)),
+                                    flat=True, panel="model", flags={"history": "--select"})
+    iterations: int = option(10, panel="model")  # STTS iterations (the first is a multi-turn episode)
+    limit: int | None = option(None, panel="in", min=1)  # stop after N turns in all: the schedule is shortened, first iteration first
+    gym: GymOptions = option(factory=lambda: GymOptions(workers=1), flat=True, panel="eval")
+    overwrite: bool = option(False, panel="out")  # replace a run in `out` made with other settings (default: refuse)
 
 
 def run(cfg: InferConfig, *, on_turn: Callable[[Turn], None] | None = None) -> tuple[Episode | None, dict]:

@@ -30,7 +30,8 @@ optimizer, scheduler, RNG states through accelerate, step and data position); `d
 continues exactly. Logs: OUT/metrics.jsonl per step, OUT/rollouts/step_XXXXX.jsonl, TensorBoard when
 installed.
 
-Entry: `run` (config, run directory, resume) around `train` (the loop). Turns are judged by the evaluator
+Entry: `run` (config, run directory, resume) around `train` (the loop). The options: `RLConfig`
+(drk.stages.rl_config, apart so that the command line lists them without importing torch). Turns are judged by the evaluator
 unless an `Environment` is passed in code (the tests' learnable toy reward: drk.testing.toy_env).
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -51,62 +52,12 @@ from drk.config import ConfigError, build, load_config, merge
 from drk.engines.base import TimedEngine
 from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
 from drk.records import JsonlWriter, write_json
+from drk.stages.rl_config import RLConfig
 from drk.tasks import Task
 from drk.train import algos, selection
-from drk.train.algos import AlgoConfig
-from drk.train.selection import LossScaling, TurnSelection
 from drk.train.batch import TurnRow, completion_logprobs, micro_batches, right_aligned, rollout_logprob_tensor
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RLConfig:
-    model: str = "tiny"              # HF id / local path (e.g. a drk sft checkpoint); tiny | small | qwen3-0.6b built offline
-    out: str = "runs/rl"
-    queries: str = "data/queries"    # query set (folder, JSONL/parquet, HF id); see drk.tasks.queries
-    problems: str | None = None      # subset of the query set: 1-10,15
-    env: str = "gym"                 # gym (the evaluator); a run given an Environment in code records its name
-    steps: int = 300
-    prompts_per_step: int = 16       # B
-    rollouts: int = 16               # N per prompt
-    turns: int = 3                   # T
-    lr: float = 1e-6
-    weight_decay: float = 0.01       # AdamW's decoupled decay on every trained parameter (the released trainer's 0.01)
-    warmup_steps: int = 0
-    grad_clip: float = 1.0
-    updates_per_step: int = 1        # optimizer steps per rollout batch (mini-batches)
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 8192
-    max_context_tokens: int = 32768
-    micro_batch_tokens: int = 16384  # padded tokens per training micro-batch
-    lora: bool = False
-    lora_r: int = 64
-    lora_alpha: int = 128
-    lora_target: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
-                                                            "gate_proj", "up_proj", "down_proj"])
-    dtype: str = "auto"              # auto (bf16 on GPU, fp32 on CPU) | bfloat16 | float32
-    gradient_checkpointing: bool = False
-    engine: str = "hf"               # hf (the training model itself) | vllm (weights synced every step)
-    deterministic_generation: bool = False  # hf: torch deterministic algorithms while sampling (~30% slower on GPU)
-    decode: str | None = None        # hf token loop: auto (CUDA graph on GPU) | graph | static | dynamic;
-    #                                  None: $DRK_DECODE, else auto
-    algo: AlgoConfig = field(default_factory=AlgoConfig)
-    gym: str = "local"               # evaluator: local | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
-    eval_cache: bool = True          # identical candidates are evaluated once (OUT/eval_cache.sqlite)
-    eval_device: str = "auto"        # where kernels are evaluated: cpu | cuda | cuda:N
-    eval_workers: int | None = None
-    eval_timeout_s: float = 300.0
-    eval_input_budget_mb: float | None = None
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 2
-    seed: int = 0
-    log_rollouts: bool = True
-    limit: int | None = None         # use only the first N queries (after `problems`)
-    report_to: str = "none"          # none | tensorboard | trackio | wandb, through accelerate's trackers
-    loss_scaling: LossScaling = field(default_factory=LossScaling)        # loss scale factor, micro-batch weights
-    turn_selection: TurnSelection = field(default_factory=TurnSelection)  # void turns, flat groups, PRS details
 
 
 # ---------------------------------------------------------------------------------------------- data

@@ -25,43 +25,44 @@ import os
 import signal
 import sys
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from drk.config import ConfigError, load_config
+from drk.config import ConfigError, load_config, option
 from drk.loading import check_report_to, load_policy
 from drk.records import claim_run_dir, read_jsonl, write_json
 
 
 @dataclass
 class SFTConfig:
-    model: str = "tiny"              # HF id or local path; tiny | small | qwen3-0.6b build an offline model
-    data: str = "trajectories.jsonl" # drk collect output (JSONL) or an HF dataset id with a `messages` column
-    out: str = "runs/sft"
-    filter: str = "all"              # all | correct | upto_best
+    """Every option of `drk sft`: its recipe key and (dashed) flag; the comments are the --help lines."""
+    model: str = option("tiny", panel="model")  # HF id or local path; tiny | small | qwen3-0.6b build an offline model
+    data: str = option("trajectories.jsonl", panel="in")  # drk collect output (JSONL) or an HF dataset id with a `messages` column
+    out: str = option("runs/sft", panel="out")  # checkpoint directory; rerun with the same --out to resume
+    filter: str = option("all", panel="in")  # all | correct | upto_best
     lr: float = 1e-6                 # paper: 1e-6 (the released script: 2e-5)
-    epochs: float = 4.0
+    epochs: float = 4.0              # passes over the conversations
     batch_size: int = 256            # global batch (sequences per optimizer step); released script: 64
     micro_batch_size: int = 1        # per device; gradient accumulation fills the global batch
     max_length: int = 16384          # tokens per sequence (longer ones are truncated)
-    packing: bool = False
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    lora_target: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
-                                                            "gate_proj", "up_proj", "down_proj"])
+    packing: bool = False            # pack several conversations into each sequence
+    lora: bool = option(False, panel="model")  # train a LoRA adapter instead of every weight
+    lora_r: int = option(16, panel="model")  # LoRA rank
+    lora_alpha: int = option(32, panel="model")  # LoRA scale numerator (the update is scaled by alpha / r)
+    lora_dropout: float = option(0.0, panel="model")  # dropout on the LoRA branch
+    lora_target: list[str] = option(factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                     "down_proj"], panel="model")  # modules given an adapter
     bf16: bool = True                # used when the device supports it
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass (less memory, slower)
     warmup_ratio: float = 0.0       # a fraction of the steps (transformers 5: warmup_steps < 1)
-    lr_scheduler: str = "cosine"
-    weight_decay: float = 0.0
-    seed: int = 42
-    logging_steps: int = 1
+    lr_scheduler: str = "cosine"     # the trainer's learning-rate schedule (cosine, linear, constant, ...)
+    weight_decay: float = 0.0        # AdamW's decoupled weight decay
+    seed: int = 42                   # seed of the data order, dropout and an offline model's weights
+    logging_steps: int = 1           # log the loss every N steps
     save_steps: int = 0              # checkpoint every N steps; 0: none but the one Ctrl-C saves
-    report_to: str = "none"          # none | tensorboard | trackio | wandb (the trainer's tracker integrations)
-    limit: int | None = None         # use only the first N conversations (after the filter)
+    report_to: str = option("none", panel="out")  # none | tensorboard | trackio | wandb (the trainer's tracker integrations)
+    limit: int | None = option(None, panel="in", min=1)  # use only the first N conversations (after the filter)
 
 
 def load_conversations(cfg: SFTConfig) -> list[dict]:

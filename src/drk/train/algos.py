@@ -59,93 +59,15 @@ Tests: ``cd /work/main && PYTHONPATH=src .venv/bin/python -m pytest tests/test_a
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-AGGREGATIONS = ("turn-sum", "token-mean")
-ADVANTAGE_ESTIMATORS = ("trloo", "grpo")
+from drk.train.settings import ADVANTAGE_ESTIMATORS, AGGREGATIONS, AlgoConfig  # noqa: F401 (defined there: torch-free)
+
 LOG_RATIO_CLAMP = 20.0  # |log ratio| is clamped to this before exp() in the policy loss (overflow guard)
-
-
-@dataclass
-class AlgoConfig:
-    """Every hyperparameter of the RL objective, with the released recipe's values as defaults.
-
-    The functions of this module take plain arguments; this dataclass is what the trainer and the recipes
-    hold. ``reward_kwargs()`` / ``mrs_kwargs()`` / ``prs_kwargs()`` / ``loss_kwargs()`` give the keyword
-    arguments for the matching function, already reflecting the ``use_*`` switches.
-    """
-
-    # Reward: r = w_c*C + C*(w_s*min(speedup, speedup_cap) + w_p*coverage), C = correct and not hacked.
-    w_c: float = 0.5               # weight of correctness
-    w_s: float = 0.5               # weight of the (capped) speedup
-    w_p: float = 0.5               # weight of the profiling reward (Triton coverage); used only if use_pr
-    speedup_cap: float = 3.0       # speedups above this earn no more reward (limits timing-noise hacking)
-    use_pr: bool = True            # PR: include the coverage term (False is the same as w_p = 0)
-    # Returns and advantages.
-    gamma: float = 1.0             # discount over turns for returns-to-go
-    advantage: str = "trloo"       # "trloo" (the paper) or "grpo" (baseline for comparison)
-    grpo_scale_by_std: bool = False  # only for advantage="grpo"
-    # MRS: mismatch rejection sampling (training policy vs rollout engine).
-    use_mrs: bool = True
-    mrs_lower: float = 0.999       # keep a trajectory iff lower <= geometric-mean ratio <= upper
-    mrs_upper: float = 1.001
-    mrs_veto: float = 1e-4         # drop a turn holding a token with ratio below this
-    # PRS: profiling-based rejection sampling of correct turns.
-    use_prs: bool = True
-    prs_tau: float = 0.3           # keep probability clip((coverage - tau) / s, 0, 1)
-    prs_s: float = 0.1
-    # Policy loss.
-    clip_low: float = 0.2          # ratio clipped to [1 - clip_low, 1 + clip_high]
-    clip_high: float = 0.28
-    dual_clip: float | None = 3.0  # cap of the per-token loss for negative advantages (-A * dual_clip)
-    aggregation: str = "turn-sum"  # "turn-sum" (the paper) or "token-mean"
-
-    def __post_init__(self) -> None:
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
-        if self.advantage not in ADVANTAGE_ESTIMATORS:
-            raise ValueError(f"advantage must be one of {ADVANTAGE_ESTIMATORS}, got {self.advantage!r}")
-        if not 0.0 <= self.clip_low < 1.0 or self.clip_high < 0.0:
-            raise ValueError("need 0 <= clip_low < 1 and clip_high >= 0")
-        if self.dual_clip is not None and self.dual_clip <= 1.0:
-            raise ValueError("dual_clip must be > 1 (or None to disable)")
-        if self.mrs_lower > self.mrs_upper:
-            raise ValueError("mrs_lower must be <= mrs_upper")
-        if self.prs_s <= 0.0:
-            raise ValueError("prs_s must be > 0")
-        if self.gamma < 0.0:
-            raise ValueError("gamma must be >= 0")
-
-    def reward_kwargs(self) -> dict:
-        return {"w_c": self.w_c, "w_s": self.w_s, "w_p": self.w_p if self.use_pr else 0.0,
-                "speedup_cap": self.speedup_cap}
-
-    def mrs_kwargs(self) -> dict:
-        return {"lower": self.mrs_lower, "upper": self.mrs_upper, "veto": self.mrs_veto}
-
-    def prs_kwargs(self) -> dict:
-        return {"tau": self.prs_tau, "s": self.prs_s}
-
-    def loss_kwargs(self) -> dict:
-        return {"clip_low": self.clip_low, "clip_high": self.clip_high, "dual_clip": self.dual_clip,
-                "aggregation": self.aggregation}
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "AlgoConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d or {}) - names
-        if unknown:
-            raise ValueError(f"unknown AlgoConfig fields: {sorted(unknown)}")
-        return cls(**(d or {}))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -32,51 +32,10 @@ Tests: ``PYTHONPATH=src .venv/bin/python -m pytest tests/test_rl_selection.py -q
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
-LOSS_DENOMINATORS = ("nominal", "kept")
-FLAT_GROUP_MODES = ("last-turn", "per-turn", "none")
-
-
-@dataclass
-class LossScaling:
-    """How the per-turn losses of one optimizer step become the number that is backpropagated."""
-
-    scale_factor: float = 1000.0     # the loss is divided by this; with grad clip 1.0 it decides whether clipping binds
-    denominator: str = "nominal"     # nominal: turn-sums over a fixed row count (released) | kept: mean over kept turns
-    nominal_rows: int | None = None  # that fixed count per optimizer step; None: prompts x rollouts x turns x turns
-
-    def __post_init__(self) -> None:
-        if self.denominator not in LOSS_DENOMINATORS:
-            raise ValueError(f"loss_scaling.denominator must be one of {LOSS_DENOMINATORS}, got {self.denominator!r}")
-        if not self.scale_factor > 0:
-            raise ValueError("loss_scaling.scale_factor must be > 0")
-        if self.nominal_rows is not None and self.nominal_rows <= 0:
-            raise ValueError("loss_scaling.nominal_rows must be > 0 (or null)")
-
-
-@dataclass
-class TurnSelection:
-    """Which turns reach the loss, besides MRS and PRS."""
-
-    mask_regressed_turns: bool = True   # a turn scoring <= 0 after an earlier turn of its episode scored > 0 is not trained
-    mask_no_code_turns: bool = False    # a turn with no extractable code (or an empty reply) is not trained
-    mask_failed_episodes: bool = True   # an episode an infrastructure error stopped is not trained at all
-    flat_groups: str = "last-turn"      # drop prompts whose rollouts' rewards barely differ: last-turn | per-turn | none
-    flat_group_std: float = 1e-3        # "barely differ": the sample std of the group's rewards is below this
-    prs_coverage_decimals: int | None = 2  # PRS reads coverage rounded to this many decimals; null: unrounded
-    prs_seed_per_rank: bool = True      # every data-parallel rank draws its own PRS decisions
-
-    def __post_init__(self) -> None:
-        if self.flat_groups not in FLAT_GROUP_MODES:
-            raise ValueError(f"turn_selection.flat_groups must be one of {FLAT_GROUP_MODES}, got {self.flat_groups!r}")
-        if self.flat_group_std < 0:
-            raise ValueError("turn_selection.flat_group_std must be >= 0")
-        if self.prs_coverage_decimals is not None and self.prs_coverage_decimals < 0:
-            raise ValueError("turn_selection.prs_coverage_decimals must be >= 0 (or null)")
+from drk.train.settings import FLAT_GROUP_MODES, LOSS_DENOMINATORS, LossScaling, TurnSelection  # noqa: F401
 
 
 # --------------------------------------------------------------------------------------------------------

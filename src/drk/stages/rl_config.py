@@ -1,0 +1,61 @@
+"""`RLConfig`: every option of `drk rl`, each field its recipe key and (dashed) its flag, the comment its
+--help line; nested sections are flags like `--algo.use-mrs` and recipe mappings like `algo: {use_mrs: false}`.
+
+Apart from drk.stages.rl (which imports torch) so that `drk --help` builds the command's options instantly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drk.config import option
+from drk.train.settings import AlgoConfig, LossScaling, TurnSelection
+
+DEFAULT_LORA_TARGET = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class RLConfig:
+    model: str = option("tiny", panel="model")  # HF id / local path (e.g. a drk sft checkpoint); tiny | small | qwen3-0.6b built offline
+    out: str = option("runs/rl", panel="out")  # run directory (checkpoints, metrics.jsonl, rollouts/)
+    queries: str = option("data/queries", panel="in")  # query set (folder, JSONL/parquet, HF id); see drk.tasks.queries
+    problems: str | None = option(None, panel="in")  # subset of the query set: 1-10,15
+    env: str = option("gym", panel="eval")  # gym (the evaluator); a run given an Environment in code records its name
+    steps: int = 300                 # training steps (each one rollout batch, then updates_per_step optimizer steps)
+    prompts_per_step: int = 16       # B
+    rollouts: int = 16               # N per prompt
+    turns: int = 3                   # T
+    lr: float = 1e-6                 # AdamW learning rate
+    weight_decay: float = 0.01       # AdamW's decoupled decay on every trained parameter (the released trainer's 0.01)
+    warmup_steps: int = 0            # linear learning-rate warmup over this many steps
+    grad_clip: float = 1.0           # clip the gradient's global norm to this
+    updates_per_step: int = 1        # optimizer steps per rollout batch (mini-batches)
+    temperature: float = option(1.0, panel="model")  # sampling temperature of the rollouts
+    top_p: float = option(1.0, panel="model")  # nucleus sampling of the rollouts (1.0: off)
+    max_new_tokens: int = option(8192, panel="model")  # tokens one turn may generate
+    max_context_tokens: int = option(32768, panel="model")  # an episode whose next context is longer stops
+    micro_batch_tokens: int = 16384  # padded tokens per training micro-batch
+    lora: bool = option(False, panel="model")  # train a LoRA adapter instead of every weight
+    lora_r: int = option(64, panel="model")  # LoRA rank
+    lora_alpha: int = option(128, panel="model")  # LoRA scale numerator (the update is scaled by alpha / r)
+    lora_target: list[str] = option(factory=lambda: list(DEFAULT_LORA_TARGET), panel="model")  # modules given an adapter
+    dtype: str = option("auto", panel="model")  # auto (bf16 on GPU, fp32 on CPU) | bfloat16 | float32
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass (less memory, slower)
+    engine: str = option("hf", panel="model")  # hf (the training model itself) | vllm (weights synced every step)
+    deterministic_generation: bool = option(False, panel="model")  # hf: torch deterministic algorithms while sampling (~30% slower on GPU)
+    decode: str | None = option(None, panel="model")  # hf token loop: auto (CUDA graph on GPU) | graph | static | dynamic;
+    #                                  None: $DRK_DECODE, else auto
+    algo: AlgoConfig = option(factory=AlgoConfig, panel="algo")  # the RL objective (reward, advantages, MRS, PRS, loss)
+    gym: str = option("local", panel="eval", envvar="DRK_GYM")  # evaluator: local | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
+    eval_cache: bool = option(True, panel="eval")  # identical candidates are evaluated once (OUT/eval_cache.sqlite)
+    eval_device: str = option("auto", panel="eval")  # where kernels are evaluated: cpu | cuda | cuda:N
+    eval_workers: int | None = option(None, panel="eval")  # evaluation workers (default: one per GPU; CPU: up to 4)
+    eval_timeout_s: float = option(300.0, panel="eval")  # seconds per evaluation
+    eval_input_budget_mb: float | None = option(None, panel="eval")  # scale size constants so inputs fit (default: 8 MB on CPU)
+    checkpoint_every: int = option(10, panel="out")  # save a resumable checkpoint every N steps
+    keep_checkpoints: int = option(2, panel="out")  # older checkpoints are deleted
+    seed: int = 0                    # seed of the query order, sampling, PRS and an offline model's weights
+    log_rollouts: bool = option(True, panel="out")  # write every turn to OUT/rollouts/step_XXXXX.jsonl
+    limit: int | None = option(None, panel="in", min=1)  # use only the first N queries (after `problems`)
+    report_to: str = option("none", panel="out")  # none | tensorboard | trackio | wandb, through accelerate's trackers
+    loss_scaling: LossScaling = option(factory=LossScaling, panel="selection")  # loss scale factor, micro-batch weights
+    turn_selection: TurnSelection = option(factory=TurnSelection, panel="selection")  # void turns, flat groups, PRS details
