@@ -66,7 +66,7 @@ class EvalOptions:
     l2_flush: bool = True          # overwrite a buffer larger than L2 between timed calls
     compile_baseline: bool = True  # also time the reference under torch.compile (GPU)
     profile: bool = True           # per-kernel device times of one forward and Triton coverage (GPU)
-    input_budget_mb: float | None = None  # scale size constants so inputs fit; default: 8 MB on CPU, none on GPU
+    input_budget_mb: float | None = None  # scale size constants so inputs fit; default: 2 MB on CPU, none on GPU
     scale: float | None = None     # explicit size-constant scale factor (overrides the budget)
     fp64_check: bool = False       # also compare against a float64 reference (precision study)
     max_plausible_speedup: float = 20.0   # above this: re-measure and flag `excessive_speedup`

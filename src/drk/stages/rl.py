@@ -172,7 +172,7 @@ def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tok
     from drk.gym.reward import RewardWeights
 
     a = cfg.algo
-    ecfg = EpisodeConfig(turns=cfg.turns, history="all",
+    ecfg = EpisodeConfig(turns=cfg.turns, history="all", overlap_chunks=cfg.overlap_chunks,
                          reward=RewardWeights(**a.reward_kwargs()),
                          eval_options=EvalOptions(device=cfg.eval_device, timeout_s=cfg.eval_timeout_s,
                                                   input_budget_mb=cfg.eval_input_budget_mb))

@@ -49,8 +49,9 @@ class RLConfig:
     eval_cache: bool = option(True, panel="eval")  # identical candidates are evaluated once (OUT/eval_cache.sqlite)
     eval_device: str = option("auto", panel="eval")  # where kernels are evaluated: cpu | cuda | cuda:N
     eval_workers: int | None = option(None, panel="eval")  # evaluation workers (default: one per GPU; CPU: up to 4)
+    overlap_chunks: int = option(1, panel="eval")  # generate each turn in this many chunks, each judged while the next is generated
     eval_timeout_s: float = option(300.0, panel="eval")  # seconds per evaluation
-    eval_input_budget_mb: float | None = option(None, panel="eval")  # scale size constants so inputs fit (default: 8 MB on CPU)
+    eval_input_budget_mb: float | None = option(None, panel="eval")  # scale size constants so inputs fit (default: 2 MB on CPU)
     checkpoint_every: int = option(10, panel="out")  # save a resumable checkpoint every N steps
     keep_checkpoints: int = option(2, panel="out")  # older checkpoints are deleted
     seed: int = 0                    # seed of the query order, sampling, PRS and an offline model's weights
