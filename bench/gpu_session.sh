@@ -51,6 +51,7 @@ case "$PART" in
 first)
   probe; exchange
   if ! two_candidates 150; then echo "smoke not ok: stopping"; date -u; exit 3; fi
+  echo "== offset probe vs a TF32 GEMM"; DRK_KERNELBENCH=$KB timeout 90 python3 -m pytest -q -m gpu tests/test_offset_probe.py 2>&1 | tail -2
   gym 400
   ;;
 smoke)
