@@ -315,9 +315,9 @@ time.sleep(600)
 
 @pytest.mark.slow
 def test_a_killed_evaluator_takes_its_judge_and_candidates_with_it(tmp_path):
-    """`timeout 150 drk eval ...` on the H200 left the judge running on, busy with its candidate for two
-    more minutes and holding 67 GB of the GPU the next run measured on: a parent killed with SIGKILL (or
-    by `timeout`) gets no chance to say bye, and a judge busy mid-evaluation does not read its socket."""
+    """A parent killed with SIGKILL (or by `timeout`) gets no chance to say bye, and a judge busy
+    mid-evaluation does not read its socket; left running, it would hold the device memory the next
+    evaluator on the GPU sizes its work by (docs/measurements/evaluator-isolation.md#gpu)."""
     slow = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
                         "import math\n        [math.factorial(3000) for _ in range(300)]\n"
                         "        return scaled_tanh_bias(x, self.bias, self.scale)")

@@ -2,9 +2,7 @@
 """A correct kernel that refuses any input the evaluator wrote into in place: x._version is 0 for a freshly
 made tensor and grows with every in-place write, so it tells such a call from the others. The evaluator
 must hand every call (trials, probes, timing, the output-caching check that puts new values into the kept
-timing inputs) inputs that look fresh, or a candidate answers the calls it can tell apart differently.
-(Formerly red-team attack d06, which answered touched calls with torch: it was caught only because
-unpickled CPU inputs all carried version 1; the caching check could be told apart on every device.)"""
+timing inputs) inputs that look fresh, or a candidate answers the calls it can tell apart differently."""
 import torch
 import torch.nn as nn
 import triton

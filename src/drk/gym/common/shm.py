@@ -1,17 +1,17 @@
-"""Tensors between the judge and a candidate process through one sealed memory file per forward.
+"""Tensors between the judge and a candidate process through one sealed memory file.
 
 The judge writes the inputs (a device-to-host copy straight into the mapping) and leaves a slot for each
 expected output, filled with 0xFF bytes (NaN for floats), in a memfd whose size is sealed, then passes its
 descriptor to the candidate process (SCM_RIGHTS). The candidate process copies the inputs to its device
 and writes each output into its slot only when shape and dtype are the expected ones. No shared device
 memory (no CUDA IPC) and no pickling of large data; the candidate cannot resize the file (the seals), so
-the judge's mapping stays valid whatever it does. Used on the CUDA path, where inputs reach gigabytes.
+the judge's mapping stays valid whatever it does. One path on every device (inputs reach gigabytes on CUDA).
 
-One file serves every forward of an evaluation (fresh pages cost the kernel's zeroing on first touch).
-On CUDA each side page-locks its mapping (cudaHostRegister) so the copy engines move the bytes straight
-into and out of it; pageable memory goes through the driver's staging buffers at a tenth of the speed,
-which made the exchange, not the candidate, the bulk of a multi-gigabyte task's evaluation. Where the
-driver refuses, the copies take the staging path: the same bytes, only slower.
+The judge keeps its file from forward to forward and from candidate to candidate, poisoned in between
+(fresh pages cost the kernel's zeroing: seconds per gigabyte). On CUDA each side page-locks its mapping
+(cudaHostRegister) so the copy engines move the bytes straight into and out of it; pageable memory goes
+through the driver's staging buffers at a fraction of the speed. Where the driver refuses, the copies take
+the staging path: the same bytes, only slower.
 """
 from __future__ import annotations
 
@@ -90,8 +90,11 @@ class Exchange:
     def fresh(self) -> None:
         """Before the next candidate: every byte of the file poisoned (0xFF)."""
         if self.mm is not None:
-            _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=self.size),
-                     self.device if self.pinned else None)
+            self._poison(0, self.size)
+
+    def _poison(self, offset: int, nbytes: int) -> None:
+        _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=nbytes, offset=offset),
+                 self.device if self.pinned else None)
 
     def load(self, inputs: list, expected: list[torch.Tensor]) -> "Exchange":
         specs, off = [], 0
@@ -112,8 +115,7 @@ class Exchange:
                 _view(self.mm, s).copy_(t.detach())
         for s in self.output_specs:
             if s["nbytes"]:
-                _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=s["nbytes"], offset=s["offset"]),
-                         cuda[0] if self.pinned else None)
+                self._poison(s["offset"], s["nbytes"])
         return self
 
     def _new_file(self, size: int, pin: bool) -> None:

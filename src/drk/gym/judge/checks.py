@@ -34,7 +34,6 @@ class CandidateLink(Protocol):
     cuda: bool
     exchange: Exchange
 
-
     def call(self, header: dict, payload=None, *, deadline, fds=()) -> tuple[dict, list[bytes]]: ...
 
     def recycle(self) -> None: ...
@@ -94,11 +93,11 @@ class TrialChecks:
                       skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
-        The candidate process gets its own copy of `inputs` (bytes in the evaluation's sealed memory file,
+        The candidate process gets its own copy of `inputs` (bytes in the judge's sealed memory file,
         drk.gym.common.shm: no CUDA IPC), so nothing it does can reach the judge's tensors. Its outputs come
         back through their slots in that file, each read only when count, shape and dtype are the expected
-        ones (anything else is compared as a stand-in of the described shape, without allocating it). Whether it wrote into its inputs: for
-        inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the bytes it gets back; above that the
+        ones (anything else is compared as a stand-in of the described shape, without allocating it).
+        Whether it wrote into its inputs: for inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the bytes it gets back; above that the
         candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
