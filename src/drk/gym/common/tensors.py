@@ -91,16 +91,6 @@ def to_device(x: Any, device: str) -> Any:
     return x
 
 
-def clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, list):
-        return [clone(o) for o in x]
-    if isinstance(x, tuple):
-        return tuple(clone(o) for o in x)
-    return x
-
-
 def shapes_of(x: Any) -> list:
     """JSON-friendly shapes of inputs: tensors as [dims...] with dtype, other values as repr."""
     out = []
