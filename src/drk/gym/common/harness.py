@@ -19,6 +19,7 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch.autograd import DeviceType
 
 from drk.gym.common.tensors import flatten_outputs, tensors_of, to_device
 
@@ -94,10 +95,31 @@ def forward_mode(model: torch.nn.Module, train: bool, grad: bool):
         yield
 
 
-def forward(model: torch.nn.Module, inputs: list, *, train: bool = True, grad: bool = True) -> list[torch.Tensor]:
+class SubclassOutput(TypeError):
+    """A forward returned a tensor subclass: its methods run the subclass's own code whenever anyone touches
+    the output (a detach, a copy), so work can be deferred past the timer or an answer swapped in late."""
+
+
+PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def plain_outputs(out: Any) -> list[torch.Tensor]:
+    """The forward's outputs as a flat list, refused unless every one is a plain tensor. Only `type()` is
+    read, never a tensor method, so a subclass's hooks do not run before it is refused."""
+    flat = flatten_outputs(out)
+    for t in flat:
+        if type(t) not in PLAIN_TENSOR_TYPES:
+            raise SubclassOutput(f"forward returned a tensor subclass ({type(t).__name__[:80]}), not a plain "
+                                 "tensor; return the tensors the kernels wrote")
+    return flat
+
+
+def forward(model: torch.nn.Module, inputs: list, *, train: bool = True, grad: bool = True,
+            plain: bool = False) -> list[torch.Tensor]:
+    """`plain`: the candidate's forward, whose outputs must be plain tensors (`plain_outputs`)."""
     with forward_mode(model, train, grad):
         out = model(*inputs)
-    return [t.detach() for t in flatten_outputs(out)]
+    return [t.detach() for t in (plain_outputs(out) if plain else flatten_outputs(out))]
 
 
 def sync(device: str) -> None:
@@ -180,7 +202,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
-TIMING_PROTOCOL = "b2b-median+idle-check/2"  # part of the reference-time cache key: a new protocol, new times
+TIMING_PROTOCOL = "b2b-median+idle-check+profiled/3"  # part of the reference-time cache key: a new protocol, new times
 
 
 def runtime_of(ms: dict) -> tuple[float, dict, bool]:
@@ -252,17 +274,27 @@ def numerics_changed(pinned: dict) -> str:
     return ", ".join(f"{k}: {pinned[k]} -> {now[k]}" for k in pinned if now.get(k) != pinned[k])
 
 
-def profile_forward(fn: Callable[[], Any], device: str) -> list[dict]:
-    """Device-side activity of one call: one row per kernel/memcpy/memset name with summed time.
-
-    Only device events are read (never CPU ops' inclusive device totals), so nothing is counted twice."""
-    from torch.autograd import DeviceType
+def profiler_factory() -> Callable[[], Any]:
+    """A function that returns a started profiler of device activity (kernels, copies, fills), with the
+    profiler class bound now: made before a candidate loads, so a candidate that rebinds
+    torch.profiler.profile does not hand the evaluator its own. The runner keeps one running around every
+    op of a CUDA candidate, so whether a profiler is on never tells a candidate which calls feed the
+    coverage (the profile op), the verdict or the timer."""
     from torch.profiler import ProfilerActivity, profile
 
-    sync(device)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        sync(device)
+    activities = [ProfilerActivity.CUDA]
+
+    def start():
+        prof = profile(activities=activities)
+        prof.start()
+        return prof
+    return start
+
+
+def device_rows(prof) -> list[dict]:
+    """Device-side activity of a stopped profiler: one row per kernel/memcpy/memset name with summed time.
+
+    Only device events are read (never CPU ops' inclusive device totals), so nothing is counted twice."""
     rows: dict[str, dict] = {}
     for evt in prof.events():
         if evt.device_type == DeviceType.CPU:

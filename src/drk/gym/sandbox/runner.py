@@ -49,6 +49,9 @@ class Runner:
             # rebinds torch.manual_seed and friends, which must not read as tampering later.
             import torch._dynamo  # noqa: F401
             import torch.profiler  # noqa: F401
+
+            self.start_profiler = harness.profiler_factory()
+            self.start_profiler().stop()  # the first start loads CUPTI: paid here, before any candidate
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.nonce = None
         self._mapped = None  # the judge's exchange file, mapped once (drk.gym.common.shm)
@@ -59,6 +62,7 @@ class Runner:
         self.module_name = None
         self.module_file = None
         self.count = 0
+        self._profiled = None  # the Triton kernels of a profile op, while its reply waits for its profiler
 
     # ---- setup -------------------------------------------------------------------------------------
     def _warm_triton(self) -> None:
@@ -118,10 +122,38 @@ class Runner:
                 self.reply({"op": op, "ok": False, "error": f"unknown op {op!r}"})
                 continue
             try:
-                handler(header, payload)
+                self.run_op(handler, header, payload)
             except Exception as e:  # a harness-level failure: report, keep serving
-                self.reply({"op": op, "ok": False, "kind": "runtime_error",
-                            "error": self.harness.short_error(e, self.module_file)})
+                if isinstance(e, self.harness.SubclassOutput):
+                    self.reply({"op": op, "ok": False, "kind": "hacked", "error": str(e)})
+                else:
+                    self.reply({"op": op, "ok": False, "kind": "runtime_error",
+                                "error": self.harness.short_error(e, self.module_file)})
+
+    def run_op(self, handler, header: dict, payload) -> None:
+        """One op; on CUDA inside a device profiler started before the op and stopped after it, for every
+        op alike (loading, forwards, probes, timing, profile): a candidate that asks whether it is profiled
+        always hears yes, so the calls that measure its coverage are the ones that are timed and checked.
+        The profile op's rows are read once its profiler has stopped (`device_rows`)."""
+        if not self.cuda:
+            return handler(header, payload)
+        self._profiled = None
+        prof = self.start_profiler()
+        try:
+            handler(header, payload)
+        finally:
+            try:
+                prof.stop()
+            except Exception:  # noqa: BLE001  (candidate code stopped or replaced the profiler)
+                self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
+                prof = None
+        if self._profiled is not None:
+            rows = self.harness.device_rows(prof) if prof is not None else None
+            reply = {"op": "profile", "ok": rows is not None, "rows": (rows or [])[:200], "triton": self._profiled}
+            if rows is None:
+                reply.update(kind="forbidden", error="candidate code stopped the evaluator's profiler")
+            self._profiled = None
+            self.reply(reply)
 
     # ---- ops ---------------------------------------------------------------------------------------
     def op_load(self, h: dict, payload) -> None:
@@ -203,7 +235,8 @@ class Runner:
             self._poison_allocator(int(h.get("poison_bytes", 0)))
         t0 = time.perf_counter()
         try:
-            outs = self.harness.forward(self.model, inputs, train=h.get("train", True), grad=h.get("grad", True))
+            outs = self.harness.forward(self.model, inputs, train=h.get("train", True), grad=h.get("grad", True),
+                                        plain=True)
             self.harness.sync(self.device)
         except BaseException as e:  # noqa: BLE001
             self.poison, self.recorder.skip = False, False
@@ -237,15 +270,17 @@ class Runner:
     def _fail_forward(self, e: BaseException) -> None:
         kind = "runtime_error"
         name = type(e).__name__
-        if isinstance(e, PermissionError) and str(e).startswith("sandbox:"):
+        if isinstance(e, self.harness.SubclassOutput):
+            kind = "hacked"
+        elif isinstance(e, PermissionError) and str(e).startswith("sandbox:"):
             kind = "forbidden"
         elif "CompilationError" in name or "CompileTimeAssertionFailure" in name or name == "PTXASError":
             kind = "compile_error"
         elif isinstance(e, (SystemExit, KeyboardInterrupt)):
             e = RuntimeError(f"candidate raised {name} in forward")
         cuda_error = self.cuda and ("CUDA error" in str(e) or "AcceleratorError" in name)
-        self.reply({"op": "forward", "ok": False, "kind": kind, "cuda_error": cuda_error,
-                    "error": self.harness.short_error(e, self.module_file)})
+        error = str(e) if kind == "hacked" else self.harness.short_error(e, self.module_file)
+        self.reply({"op": "forward", "ok": False, "kind": kind, "cuda_error": cuda_error, "error": error})
 
     def op_time(self, h: dict, payload) -> None:
         keys = h["keys"]
@@ -253,8 +288,10 @@ class Runner:
         model = self.model
         torch = self.torch
 
-        def call(i: int):
-            return model(*sets[i])
+        plain_outputs = self.harness.plain_outputs
+
+        def call(i: int):  # a lazy subclass would defer its work past the end event: refused in every call
+            return plain_outputs(model(*sets[i]))
 
         self.recorder.reset()
         model.train(h.get("train", True))
@@ -265,14 +302,19 @@ class Runner:
         self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
 
     def op_profile(self, h: dict, payload) -> None:
+        """One call on kept inputs, its device activity read by `run_op` from the op's own profiler. No
+        warm-up call: the trials before it compiled and autotuned for these shapes already."""
+        if not self.cuda:
+            raise RuntimeError("the profile op is for CUDA candidates")
         inputs = self.inputs[h.get("key", "default")]
         model = self.model
         model.train(h.get("train", True))
+        self.harness.sync(self.device)
         with self.torch.no_grad():
-            model(*inputs)  # warm: compile and autotune outside the profile
             self.recorder.reset()
-            rows = self.harness.profile_forward(lambda: model(*inputs), self.device)
-        self.reply({"op": "profile", "ok": True, "rows": rows[:200], "triton": self.recorder.names()})
+            self.harness.plain_outputs(model(*inputs))
+        self.harness.sync(self.device)
+        self._profiled = self.recorder.names()
 
     def op_memory(self, h: dict, payload) -> None:
         torch = self.torch
