@@ -1,7 +1,9 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=probes_indistinguishable expect=no_triton|hacked|ok device=any max_coverage=0.5
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=probes_indistinguishable expect=no_triton|hacked|ok device=cpu max_coverage=0.5
 """Runs the real Triton kernel only while a profiler is active (torch.autograd.profiler._is_profiler_enabled
  or torch._C._autograd._profiler_enabled), so coverage measured under the profiler looks perfect; otherwise
- torch computes the answer behind a sentinel token launch (garbage if the token launch was skipped)."""
+ torch computes the answer behind a sentinel token launch (garbage if the token launch was skipped). CPU only
+ here: on a GPU every op of a candidate runs under the profiler, so it is always on its Triton path;
+ tests/test_profiled_everywhere.py checks that its timed calls do that work there."""
 import torch
 import torch.nn as nn
 import triton
