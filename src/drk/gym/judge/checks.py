@@ -9,6 +9,7 @@ in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import statistics
@@ -57,9 +58,47 @@ class PreparedTask:
 MODES = [(True, True), (True, False), (False, False), (False, True)]
 EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 CACHE_PROBE_SEED = 7919
+SWAPPED_VALUES = 16  # positions per floating input the second caching call changes
+
+
+def swap_few_values(inputs: list, seed: int) -> bool:
+    """Swap the values at SWAPPED_VALUES random positions of each contiguous floating input with values at
+    other random positions, in place: the inputs stay in the task's domain (every value is one it drew) and
+    almost all of them stay put. True if any value changed."""
+    g = torch.Generator().manual_seed(seed)
+    changed = False
+    for t in inputs:
+        if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1):
+            continue
+        flat = t.view(-1)
+        at = torch.randint(0, flat.numel(), (SWAPPED_VALUES,), generator=g).to(t.device)
+        src = torch.randint(0, flat.numel(), (SWAPPED_VALUES,), generator=g).to(t.device)
+        with torch.no_grad():
+            before = flat[at].clone()
+            flat[at] = flat[src].clone()
+            changed = changed or not torch.equal(before, flat[at])
+    return changed
 _rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
 RETURN_INPUTS_MAX_BYTES = 256 * 2**20
 TIMING_SLACK_MS = 0.5
+
+
+def judge_clock_bound(runtime: float, *, calls: int, wall_ms: float,
+                      protocol_ms: float | None) -> tuple[float, list[str]]:
+    """The candidate's process measures its own time, so its number is checked against the judge's clock
+    around the whole timing op. Every call kept the device busy for at least the reported runtime on top of
+    what the protocol itself costs per call (`protocol_ms`, measured by the judge without a candidate: the
+    in-place rescaling of the inputs and the L2 flush cost more than a memory-bound kernel on big inputs),
+    so wall time per call less that cost bounds the runtime from above. A runtime far under the bound (< half
+    of it, less TIMING_SLACK_MS for host overhead) is not believed: the bound is used and the result flagged
+    `timing_inconsistent`. Only forged or host-bound numbers reach it; do_bench-agreeing GPU-bound ones never
+    do. Returns (runtime to use, flags)."""
+    if calls <= 0 or wall_ms <= 0:
+        return runtime, []
+    bound = wall_ms / calls - (protocol_ms or 0.0)
+    if runtime < 0.5 * bound - TIMING_SLACK_MS:
+        return bound, [T.TIMING_INCONSISTENT]
+    return runtime, []
 
 
 def mode_name(train: bool, grad: bool) -> str:
@@ -469,9 +508,11 @@ class TrialChecks:
             res.correct = False
             return
         runtime, stats, flags = self._runtime_from(cand)
-        runtime, more = self._against_judge_clock(cand, runtime)
+        eager, compiled, protocol_ms = self._reference_times()
+        runtime, more = judge_clock_bound(runtime, calls=int(cand.get("calls") or 0) + int(opts.warmup),
+                                          wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
+                                          protocol_ms=protocol_ms)
         res.flags += flags + more
-        eager, compiled = self._reference_times()
         res.ref_eager_ms, res.ref_compile_ms = eager, compiled
         if eager and runtime and eager / runtime > opts.max_plausible_speedup:
             again, _ = self.j.call(hdr, deadline=self.deadline)  # re-measure before believing it
@@ -488,35 +529,22 @@ class TrialChecks:
         res.speedup_compile = compiled / runtime if compiled and runtime else None
         res.phase_seconds["timing"] = time.monotonic() - t0
 
-    def _against_judge_clock(self, reply: dict, runtime: float) -> tuple[float, list[str]]:
-        """The candidate's process measures its own time, so its number is checked against the judge's
-        clock around the whole timing op: every call took at least the reported runtime, so the judge's
-        wall time per call (which adds flushes, syncs and host overhead) bounds it from above. A runtime far
-        under that bound (< half of it, less 0.5 ms for the harness) is not believed: the bound is used and
-        the result flagged. Only forged or host-bound numbers reach it; do_bench-agreeing GPU-bound ones
-        never do."""
-        calls = int(reply.get("calls") or 0) + int(self.opts.warmup)
-        wall_ms = float(reply.get("judge_wall_s") or 0.0) * 1000.0
-        if calls <= 0 or wall_ms <= 0:
-            return runtime, []
-        bound = wall_ms / calls
-        if runtime < 0.5 * bound - TIMING_SLACK_MS:
-            return bound, [T.TIMING_INCONSISTENT]
-        return runtime, []
-
     @staticmethod
     def _runtime_from(reply: dict) -> tuple[float, dict, list[str]]:
         runtime, stats, escaped = harness.runtime_of(reply)
         return runtime, stats, [T.SIDE_STREAM] if escaped else []
 
-    def _reference_times(self) -> tuple[float | None, float | None]:
+    def _reference_times(self) -> tuple[float | None, float | None, float | None]:
+        """(eager ms, torch.compile ms, the protocol's own wall ms per call), each cached: the last is the
+        judge's wall time per call of the timing protocol around an empty call on these inputs (in-place
+        rescaling, L2 flush, events, syncs), which `judge_clock_bound` takes off the candidate's."""
         opts, task, j = self.opts, self.task, self.j
         inputs = None  # regenerated only when a mode is not cached yet: the judge keeps no private copy
         sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
                j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush,
                harness.TIMING_PROTOCOL)
         out = []
-        for mode in ("eager", "compile"):
+        for mode in ("eager", "compile", "protocol"):
             if mode == "compile" and not opts.compile_baseline:
                 out.append(None)
                 continue
@@ -527,11 +555,31 @@ class TrialChecks:
                 continue
             if inputs is None:
                 inputs = harness.make_inputs(task.module, self.timing_seed, self.device)
-            ms = self._time_reference(inputs, mode)
+            ms = self._time_protocol(inputs) if mode == "protocol" else self._time_reference(inputs, mode)
             if ms is not None:
                 j.ref_times.put(key, ms, {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})
             out.append(ms)
-        return out[0], out[1]
+        return out[0], out[1], out[2]
+
+    @contextlib.contextmanager
+    def profiled(self):
+        """The device profiler every op of a CUDA candidate runs under (`Runner.run_op`), around the
+        judge's own timing too, so that reference and candidate are timed alike."""
+        prof = harness.profiler_factory()()
+        try:
+            yield
+        finally:
+            prof.stop()
+
+    def _time_protocol(self, inputs: list) -> float:
+        """Wall ms per call of the timing protocol around a call that does nothing, as the judge's clock
+        sees a candidate's timing op (without the candidate)."""
+        opts = self.opts
+        t0 = time.monotonic()
+        with self.profiled():
+            ms = harness.time_calls(lambda i: None, self.device, warmup=opts.warmup, trials=opts.timing_trials,
+                                    l2_flush=opts.l2_flush, perturb=harness.floating_tensors(inputs))
+        return (time.monotonic() - t0) * 1000.0 / (int(ms["calls"]) + int(opts.warmup))
 
     def _time_reference(self, inputs: list, mode: str) -> float | None:
         model = self.task.model
@@ -543,7 +591,7 @@ class TrialChecks:
                 return None
         model.train(True)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), self.profiled():
                 ms = harness.time_calls(lambda i: fn(*inputs), self.device, warmup=self.opts.warmup,
                                         trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush,
                                         perturb=harness.floating_tensors(inputs))
@@ -569,6 +617,19 @@ class TrialChecks:
             self.res.correct = False
             return
         cmp = compare.compare_outputs(outs, refs, opts.tolerance)
+        if cmp.ok and swap_few_values(fresh, seed):
+            # the same inputs again with values swapped at a few random positions: a cache keyed on a sample
+            # of the content (which the change above always misses) hits here and returns the last output
+            refs, swapped = self.reference(fresh, seed, train=True, grad=False)
+            if swapped is not fresh:  # the reference wrote its inputs: they were made again, swap them the same way
+                swap_few_values(swapped, seed)
+            reply, outs, _ = self.run_candidate(swapped, refs, train=True, grad=False, key="timing",
+                                                refresh=swapped)
+            if not reply.get("ok"):
+                self._fail(reply)
+                self.res.correct = False
+                return
+            cmp = compare.compare_outputs(outs, refs, opts.tolerance)
         if not cmp.ok:
             self.res.verdict, self.res.correct = T.HACKED, False
             self.res.flags.append(T.OUTPUT_CACHED)

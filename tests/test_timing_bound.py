@@ -1,0 +1,24 @@
+"""The judge's own clock as a bound on the runtime a candidate process reports (`judge_clock_bound`)."""
+from __future__ import annotations
+
+from drk.gym import types as T
+from drk.gym.judge.checks import judge_clock_bound
+
+
+def test_a_memory_bound_kernel_is_believed_when_the_protocol_itself_costs_more_than_the_kernel():
+    # A reduction over 4 GB of inputs: 1.04 ms of kernel, but each timed call also rescales the inputs in
+    # place and flushes the L2 (2.15 ms the judge measured with no candidate at all): 3.2 ms per call.
+    runtime, flags = judge_clock_bound(1.04, calls=150, wall_ms=150 * 3.2, protocol_ms=2.15)
+    assert (runtime, flags) == (1.04, [])
+
+
+def test_a_runtime_far_under_what_the_judge_saw_is_replaced_by_the_bound_and_flagged():
+    # the same protocol cost, but the process claims 0.1 ms for calls that kept the device 3 ms busy
+    runtime, flags = judge_clock_bound(0.1, calls=150, wall_ms=150 * (2.15 + 3.0), protocol_ms=2.15)
+    assert flags == [T.TIMING_INCONSISTENT]
+    assert abs(runtime - 3.0) < 1e-9
+
+
+def test_without_a_measured_protocol_cost_the_whole_wall_time_per_call_is_the_bound():
+    runtime, flags = judge_clock_bound(0.1, calls=100, wall_ms=100 * 3.0, protocol_ms=None)
+    assert flags == [T.TIMING_INCONSISTENT] and abs(runtime - 3.0) < 1e-9
