@@ -51,6 +51,21 @@ def test_secrets_never_reach_the_candidate_or_the_result(tmp_path, monkeypatch):
     assert r2.verdict == "runtime_error" and "K=None" in r2.error
 
 
+def test_with_the_static_rules_off_the_sandbox_and_the_evidence_judge_alone(tmp_path, monkeypatch):
+    """DRK_STATIC_RULES=off, an operator's switch for red-team runs (never a request option): the static
+    layer's rejections are skipped, so a suite shows what the OS sandbox and the judge's evidence catch
+    without it, and every result says the rules were off."""
+    source = "import gc  # a module the static rules refuse\n" + GOOD
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        on = pool.evaluate(EvalRequest(TASK, source, opts()))
+    monkeypatch.setenv("DRK_STATIC_RULES", "off")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        off = pool.evaluate(EvalRequest(TASK, source, opts()))
+    assert on.verdict == "forbidden" and "gc" in on.error
+    assert off.verdict == "ok", (off.verdict, off.error)
+    assert off.protocol.get("static_rules") == "off" and "static_rules" not in on.protocol
+
+
 def _pool_uids(pool: LocalPool) -> set[int]:
     """The candidate uids this pool's fork servers drop to (from the account files they give the sandbox);
     other evaluators on the host have their own."""

@@ -308,6 +308,8 @@ class Judge:
         phases = res.phase_seconds
         failed = False
         rep = static.check_source(req.source)
+        if not static.rules_enabled():
+            res.protocol["static_rules"] = "off"
         if not rep.ok:
             res.verdict, res.error = rep.verdict, rep.error
             phases["total"] = time.monotonic() - t_start

@@ -17,6 +17,7 @@ precision) are the evaluator's, pinned for reference and candidate alike.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 
@@ -250,8 +251,19 @@ def triton_kernel_names(source: str) -> set[str]:
     return names
 
 
-def check_source(source: str) -> StaticReport:
-    """Validate a candidate; returns the first problem found (or an ok report)."""
+def rules_enabled() -> bool:
+    """False when the evaluator's environment says DRK_STATIC_RULES=off: an operator's switch for red-team
+    runs (never a request option) that skips this layer's refusals, so an attack suite shows what the OS
+    sandbox and the judge's evidence catch on their own. Results then record it in `protocol`."""
+    return os.environ.get("DRK_STATIC_RULES", "on") != "off"
+
+
+def check_source(source: str, rules: bool | None = None) -> StaticReport:
+    """Validate a candidate; returns the first problem found (or an ok report). Without `rules`
+    (`rules_enabled()` by default) the early layer's refusals (verdict `forbidden` for what the checker
+    flags) are skipped; the validation and the kernel-name rule (coverage matches profiler rows by name)
+    stay."""
+    rules = rules_enabled() if rules is None else rules
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -261,7 +273,7 @@ def check_source(source: str) -> StaticReport:
         return StaticReport("compile_error", f"cannot parse source: {type(e).__name__}: {e}")
     checker = _Checker()
     checker.visit(tree)
-    if checker.problem:
+    if checker.problem and rules:
         msg, line = checker.problem
         return StaticReport("forbidden", f"{msg} (line {line})", line)
     defines = any(
