@@ -4,7 +4,8 @@ tests/test_attacks.py, and `then=` poisoner/follower pairs on one worker. A benc
 
     PYTHONPATH=src python3 bench/attacks_gpu.py --out attacks_gpu.json [--only a0,c0] [--workers 1] [--no-pairs]
 
-Prints `property | attack | verdict | expected | PASS/FAIL` and writes every result (and why it failed) as JSON.
+Prints `property | attack | verdict | expected | PASS/FAIL/GAP` (GAP: one of tests/test_attacks.py's known gaps)
+and writes every result (and why it failed) as JSON.
 Uses the helpers of tests/test_attacks.py (importing it needs pytest installed; pytest itself is not run).
 """
 from __future__ import annotations
@@ -138,7 +139,10 @@ def main() -> int:
                 why.append(f"follower poisoned ({alone.verdict}/{alone.max_abs_diff} -> {after.verdict}/{after.max_abs_diff})")
             elif h["property"] == "verdict_not_neighbours" and after.verdict != "ok":
                 why.append(f"next candidate {after.verdict}")
-        status = "FAIL" if why else "PASS"
+        # a known gap (tests/test_attacks.py KNOWN_GAPS, with its reason) is reported as such, not as a pass
+        status = ("GAP" if p.name in ta.KNOWN_GAPS else "FAIL") if why else "PASS"
+        if status == "GAP":
+            why.append(f"known gap: {ta.KNOWN_GAPS[p.name]}")
         rows.append((h["property"], p.stem, r.verdict, "|".join(h["expect"]), status))
         records.append({"attack": p.name, "property": h["property"], "verdict": r.verdict, "expected": h["expect"],
                         "status": status, "why": why, "coverage": r.coverage, "speedup": r.speedup,
@@ -152,7 +156,9 @@ def main() -> int:
     for row in rows:
         print(line(row))
     n_fail = sum(1 for r in rows if r[4] == "FAIL")
-    print(f"\n{len(rows) - n_fail}/{len(rows)} attacks defended; {time.monotonic() - t0:.0f} s on {DEVICE}")
+    n_gap = sum(1 for r in rows if r[4] == "GAP")
+    print(f"\n{len(rows) - n_fail - n_gap}/{len(rows)} attacks defended, {n_gap} known gaps (out of the protocol's "
+          f"scope); {time.monotonic() - t0:.0f} s on {DEVICE}")
     Path(args.out).write_text(json.dumps({"device": DEVICE, "attacks": records}, indent=1, default=str))
     return 0
 

@@ -1,12 +1,12 @@
 """Does drk's timing agree with an independent referee, at every kernel size? (a benchmark, not a test)
 
-    PYTHONPATH=src python3 bench/timing_referee.py --kernelbench DIR --out OUTDIR [--repeat 5]
+    PYTHONPATH=src python3 bench/timing_referee.py --kernelbench DIR --out OUTDIR [--repeat 5] [--only short/]
 
 For each (task, solution) pair: drk evaluates it (`drk.gym`, one warm pool), and the referee
 (`bench/referee.py`, which imports nothing from drk) times the same reference and candidate with
 `triton.testing.do_bench` (median, its own L2 flush) in a fresh process of its own, on the same shapes.
-Pairs: the shipped level 1-2 solutions at their full shapes, and short kernels (level-1 elementwise
-solutions on tasks scaled down to 7-200 us). Prints per kernel: referee candidate time, drk's, drk speedup,
+Pairs, in this order: short kernels (level-1 elementwise solutions on tasks scaled down to 7-200 us), then
+the shipped level 1-2 solutions at their full shapes; --only keeps the pairs whose names start with a prefix. Prints per kernel: referee candidate time, drk's, drk speedup,
 referee speedup and their ratio; with --repeat N, the coefficient of variation of drk's runtime over N
 separate evaluations of a few pairs. Writes OUTDIR/timing_referee.json.
 """
@@ -29,18 +29,17 @@ DEVICE = os.environ.get("DRK_BENCH_DEVICE", "cuda")
 SHORT_ALL = ["19_ReLU", "20_LeakyReLU", "21_Sigmoid", "22_Tanh", "25_Swish", "26_GELU_", "28_HardSigmoid",
          "29_Softplus", "30_Softsign", "32_HardTanh", "88_MinGPTNewGelu", "23_Softmax"]
 SHORT_SCALES = {0.1: SHORT_ALL, 0.05: ["19_ReLU", "23_Softmax", "26_GELU_", "30_Softsign"]}
-REPEAT = ["19_ReLU", "23_Softmax", "36_RMSNorm_", "1_Square_matrix_multiplication_"]
+# repeatability: separate evaluations of these pairs (names as in `pairs`), short and long kernels
+REPEAT = ["short/19_ReLU@0.05", "short/23_Softmax@0.1", "level1/36_RMSNorm_", "level1/1_Square_matrix_multiplication_"]
 # pairs whose torch.compile reference is also timed on both sides (compiling costs tens of seconds each)
 COMPILE = {"level2/12_Gemm_Multiply_LeakyReLU", "level1/19_ReLU", "short/19_ReLU@0.1"}
 
 
-def pairs(kb: Path, quick: bool) -> list[dict]:
+def pairs(kb: Path) -> list[dict]:
     from drk.tasks.scaling import scale_source
 
     out, tmp = [], Path(tempfile.mkdtemp(prefix="referee-"))
-    for lvl in ("level1", "level2"):
-        for sol in sorted((ROOT / "data" / "solutions" / lvl).glob("*.py")):
-            out.append({"name": f"{lvl}/{sol.stem}", "task": kb / lvl / sol.name, "solution": sol})
+    # short kernels first: they are where timers disagree, and a run cut short by its budget still has them
     for sc, stems in SHORT_SCALES.items():
         for stem in stems:
             src = scale_source((kb / "level1" / f"{stem}.py").read_text(), sc).source
@@ -48,7 +47,10 @@ def pairs(kb: Path, quick: bool) -> list[dict]:
             path.write_text(src)
             out.append({"name": f"short/{stem}@{sc}", "task": path,
                         "solution": ROOT / "data" / "solutions" / "level1" / f"{stem}.py"})
-    return out[:3] if quick else out
+    for lvl in ("level1", "level2"):
+        for sol in sorted((ROOT / "data" / "solutions" / lvl).glob("*.py")):
+            out.append({"name": f"{lvl}/{sol.stem}", "task": kb / lvl / sol.name, "solution": sol})
+    return out
 
 
 def referee(task: Path, solution: Path, compile_ref: bool = False) -> dict:
@@ -66,6 +68,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="3 pairs, to dry-run the script")
+    ap.add_argument("--only", default="", help="comma-separated prefixes of pair names (e.g. short/,level1/100_)")
     ap.add_argument("--budget-s", type=float, default=540,
                     help="stop starting new pairs when the rest of this budget is what the repeats need")
     a = ap.parse_args()
@@ -76,10 +79,15 @@ def main() -> None:
 
     opts = EvalOptions(device=DEVICE, compile_baseline=False, scale=1.0)
     rows, repeat = [], {}
-    all_pairs = pairs(a.kernelbench, a.quick)
+    all_pairs = pairs(a.kernelbench)
+    by_name = {p["name"]: p for p in all_pairs}
+    all_pairs = all_pairs[:3] if a.quick else all_pairs
+    prefixes = [x for x in a.only.split(",") if x]
+    if prefixes:
+        all_pairs = [p for p in all_pairs if any(p["name"].startswith(x) for x in prefixes)]
     # what the repeats need, from the first pairs' seconds (written out after every row, so a run cut short
     # by its caller keeps what it measured)
-    repeat_evals = (1 if a.quick else len(REPEAT)) * a.repeat
+    repeat_evals = (1 if a.quick else len(REPEAT)) * a.repeat if a.repeat > 1 else 0
 
     def dump(summary=None):
         (a.out / "timing_referee.json").write_text(json.dumps({"rows": rows, "repeat": repeat, "summary": summary,
@@ -119,14 +127,14 @@ def main() -> None:
                   f"{row['referee_ms'] or 0:9.4f} ms  speedup drk {r.speedup or 0:6.2f} referee "
                   f"{row.get('referee_speedup') or 0:6.2f}  ratio {row.get('speedup_ratio') or 0:5.3f}"
                   + (f"  compile-ref ratio {row.get('compile_ref_time_ratio') or 0:5.3f}" if comp else ""), flush=True)
-        for stem in REPEAT[: (1 if a.quick else None)]:
-            task = task_from_file(a.kernelbench / "level1" / f"{stem}.py")
-            src = (ROOT / "data" / "solutions" / "level1" / f"{stem}.py").read_text()
+        for name in REPEAT[: (1 if a.quick else None)] if a.repeat > 1 else []:
+            p = by_name[name]
+            task, src = task_from_file(p["task"]), p["solution"].read_text()
             ms = [pool.evaluate(EvalRequest(task, src + f"\n# repeat {i}\n", opts)).runtime_ms
                   for i in range(a.repeat)]
             ms = [m for m in ms if m]
-            repeat[stem] = {"runtime_ms": ms, "cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
-            print(f"repeat {stem}: cv {repeat[stem]['cv']}", flush=True)
+            repeat[name] = {"runtime_ms": ms, "cv": statistics.pstdev(ms) / statistics.fmean(ms) if ms else None}
+            print(f"repeat {name}: cv {repeat[name]['cv']}", flush=True)
             dump()
     within = [r for r in rows if r.get("time_ratio") is not None]
     summary = {"pairs": len(rows), "compared": len(within),

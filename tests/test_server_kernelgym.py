@@ -1,4 +1,5 @@
-"""`drk gym serve` driven as KernelGYM's released trainer drives its own server (CPU, loopback only).
+"""`drk gym serve` driven as KernelGYM's released trainer drives its own server (loopback only; CPU, or a GPU
+with DRK_TEST_DEVICE=cuda).
 
 The client below follows the behaviour read in KernelGYM's source (hkust-nlp/KernelGYM,
 drkernel/kernel/rewards/reward_client.py and drkernel/kernel/main_kernel.py; not copied): a start-up
@@ -10,10 +11,12 @@ clipped to [0, 3], penalty 0.0, time-coverage reward weight 0.5) and its coverag
 probability (time_coverage - 0.3) / 0.1 clipped to [0, 1], for correct non-decoy turns).
 
     .venv/bin/python -m pytest tests/test_server_kernelgym.py -q
+    DRK_TEST_DEVICE=cuda python3 -m pytest tests/test_server_kernelgym.py -q      # on a CUDA machine
 """
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +31,8 @@ from drk.gym.types import HARD_WALL_FACTOR
 
 SYNTAX = (ROOT / "tests/corpus/syntax_error.py").read_text()
 TORCH_ONLY = (ROOT / "tests/corpus/hack_torch_only.py").read_text()
+DEVICE = os.environ.get("DRK_TEST_DEVICE", "cpu")
+SERVE_OPTS = OPTS if DEVICE == "cpu" else {"device": DEVICE}  # a GPU judges the tasks at their own shapes
 RECIPE = {"correct_w": 0.5, "perf_w": 0.5, "upper": 3.0, "lower": 0.0, "penalty": 0.0, "coverage_w": 0.5,
           "rs_threshold": 0.3, "rs_factor": 0.1}
 
@@ -36,9 +41,9 @@ RECIPE = {"correct_w": 0.5, "perf_w": 0.5, "upper": 3.0, "lower": 0.0, "penalty"
 def gym(tmp_path_factory):
     from drk.gym.transport.server import make_app
 
-    pool = LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("kg")), slack_s=60)
+    pool = LocalPool(device=DEVICE, workers=2, cache_dir=str(tmp_path_factory.mktemp("kg")), slack_s=60)
     # two unfinished jobs per client: of the three slow samples submitted at once, one meets a 429 and retries
-    with running_server(make_app(pool, EvalOptions(**OPTS), Limits(max_inflight_per_client=2))) as url:
+    with running_server(make_app(pool, EvalOptions(**SERVE_OPTS), Limits(max_inflight_per_client=2))) as url:
         yield url
     pool.close()
 
@@ -130,10 +135,14 @@ def test_trainer_sequence_rewards_the_correct_kernel_and_fails_the_rest(gym):
     good = answers["good"]
     assert good["status"] == "completed" and good["correctness"] and not good["decoy_kernel"]
     assert good["kernel_runtime"] > 0
-    # the reference's CPU time is an estimate until the evaluator measures it; when there is one, so is speedup
-    assert (good["speedup"] > 0) == (good["reference_runtime"] > 0)
-    assert good["metadata"]["timing"]["clock"] == "cpu_wall" and "CPU" in good["metadata"]["timing"]["note"]
-    assert time_coverage(good) >= 0.9  # the Triton interpreter is nearly the whole forward
+    if DEVICE == "cpu":
+        # the reference's CPU time is an estimate until the evaluator measures it; when there is one, so is speedup
+        assert (good["speedup"] > 0) == (good["reference_runtime"] > 0)
+        assert good["metadata"]["timing"]["clock"] == "cpu_wall" and "CPU" in good["metadata"]["timing"]["note"]
+    else:  # measured on the GPU by CUDA events, the reference too
+        assert good["speedup"] > 0 and good["reference_runtime"] > 0
+        assert good["metadata"]["timing"]["clock"] == "cuda_events"
+    assert time_coverage(good) >= 0.9  # the kernel (or on CPU the Triton interpreter) is nearly the whole forward
     expected = 0.5 + 0.5 * min(good["speedup"], 3.0) + 0.5 * time_coverage(good)
     assert reward(good) == pytest.approx(expected) and reward(good) > 0.95
     assert keep_probability(good) == 1.0
