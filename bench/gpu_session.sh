@@ -12,8 +12,9 @@
 #   rlvstrl  issue 16 part 4: template trajectories -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
-#   verify   the profiled-everywhere GPU tests, the attacks a change is about ($ATTACKS, also with the static
-#            rules off), then timing against the referee for $PAIRS (short kernels first), capped by $BUDGET
+#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU, the attacks a change is about
+#            ($ATTACKS; $ATTACKS_NO_STATIC with the static rules off), then timing against the referee for $PAIRS
+#            (short kernels first), capped by $BUDGET
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
 # never committed) and .dev/deb (bubblewrap's .deb: the image has no bwrap). Everything lands under $OUT.
 set -u
@@ -89,9 +90,11 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null
   ;;
 verify)
-  echo "== gpu tests"; timeout 120 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py 2>&1 | tail -3
-  A=${ATTACKS:-g04,d07,c05}
-  echo "== attacks $A ($SECONDS s in)"; timeout 90 python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 \
+  echo "== gpu tests"; timeout 90 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py 2>&1 | tail -3
+  echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 python3 -m pytest -q -x \
+    tests/test_server_kernelgym.py 2>&1 | tail -3
+  A=${ATTACKS:-g04,d07}
+  echo "== attacks $A ($SECONDS s in)"; timeout 60 python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 \
     --out $OUT/attacks_verify.json 2>&1 | grep -v SyntaxWarning | tail -12
   if [ -n "${ATTACKS_NO_STATIC:-}" ]; then
     echo "== attacks $ATTACKS_NO_STATIC, static rules off ($SECONDS s in)"; DRK_STATIC_RULES=off timeout 90 \
