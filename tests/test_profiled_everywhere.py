@@ -1,5 +1,6 @@
 """On a GPU, every op of a candidate runs under the evaluator's profiler, so a candidate cannot behave one
-way when its coverage is measured and another when it is timed or checked.
+way when its coverage is measured and another when it is timed or checked, and the timed calls' own device
+activity must show the work a profiled forward does.
 
     .venv/bin/python -m pytest tests/test_profiled_everywhere.py -q -m gpu     # on a CUDA machine
 """
@@ -40,3 +41,15 @@ def test_an_honest_kernel_keeps_full_coverage_under_the_always_on_profiler(resul
     assert r.verdict == "ok", (r.verdict, r.error)
     assert r.coverage is not None and r.coverage > 0.9, r.coverage
     assert r.kernels and any(k["triton"] for k in r.kernels), r.kernels
+
+
+@pytest.mark.gpu
+def test_timed_calls_told_apart_by_their_spacing_do_not_score(tmp_path, monkeypatch):
+    """tests/attacks/d08 hands calls that come back to back (a timing loop) the previous output. The static
+    layer refuses the way it imports `time`, so it runs with the rules off, against the evidence alone: the
+    timing op's own device activity shows the kernels did not run in the timed calls."""
+    monkeypatch.setenv("DRK_STATIC_RULES", "off")
+    source = (ROOT / "tests/attacks/d08_call_interval_detect.py").read_text()
+    with LocalPool(device="cuda", workers=1, cache_dir=str(tmp_path)) as pool:
+        r = pool.evaluate(EvalRequest(task_from_file(TASK), source, EvalOptions(device="cuda")))
+    assert r.verdict == "hacked" and "timed_work_skipped" in r.flags, (r.verdict, r.flags, r.speedup, r.error)

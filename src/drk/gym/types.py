@@ -42,6 +42,7 @@ SCALED_FOR_MEMORY = "scaled_for_memory"  # scaled because the full task does not
 SIDE_STREAM = "side_stream"              # device work outlived the timed stream; device-wide time used
 TRITON_UNUSED = "triton_unused"          # outputs stay correct with every Triton launch skipped
 OUTPUT_CACHED = "output_cached"          # timed calls returned stale outputs for changed inputs
+TIMED_WORK_SKIPPED = "timed_work_skipped"  # the timed calls ran less of the kernels than a profiled forward
 NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disagrees with itself
 WIDE_INPUTS_FAILED = "wide_inputs_failed"  # right on get_inputs()' distribution, wrong on wider inputs
 OFFSET_INPUTS_FAILED = "offset_inputs_failed"  # right near zero, wrong on inputs shifted far from it

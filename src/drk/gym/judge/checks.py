@@ -9,7 +9,6 @@ in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import statistics
@@ -83,6 +82,33 @@ RETURN_INPUTS_MAX_BYTES = 256 * 2**20
 TIMING_SLACK_MS = 0.5
 
 
+def kernel_work(rows: list[dict], names: set[str]) -> tuple[float, int]:
+    """(device ms, executions) of the source's own @triton.jit kernels in a profiler's rows."""
+    ours = [r for r in rows if r.get("name") in names]
+    return sum(float(r.get("ms", 0.0)) for r in ours), sum(int(r.get("calls", 0)) for r in ours)
+
+
+TIMED_WORK_FLOOR = 0.5  # share of one profiled forward's kernel work each timed call must show
+
+
+def timed_work_problem(profiled: tuple[float, int], timed: tuple[float, int] | None, calls: int) -> str:
+    """Did the timing op's calls run the kernels one profiled forward runs? Both ops ran under the device
+    profiler; each timed call (warm-up included) must show at least TIMED_WORK_FLOOR of the profiled
+    forward's executions and device time of the source's kernels. A candidate that tells the timed calls
+    apart (by their spacing, count or anything else) and skips or shrinks its work in them fails here.
+    Returns the reason, or "" (also when there is nothing to compare)."""
+    (p_ms, p_n), (t_ms, t_n) = profiled, timed or (0.0, 0)
+    if timed is None or calls <= 0 or p_n <= 0 or p_ms <= 0:
+        return ""
+    if t_n < TIMED_WORK_FLOOR * p_n * calls:
+        return (f"the timed calls ran the kernels {t_n} times in {calls} calls, where one forward runs them {p_n} "
+                "times: every call must do the work, however it is called")
+    if t_ms / calls < TIMED_WORK_FLOOR * p_ms:
+        return (f"the timed calls' kernels ran {t_ms / calls:.4f} ms per call, where one forward's run "
+                f"{p_ms:.4f} ms: every call must do the same work, however it is called")
+    return ""
+
+
 def judge_clock_bound(runtime: float, *, calls: int, wall_ms: float,
                       protocol_ms: float | None) -> tuple[float, list[str]]:
     """The candidate's process measures its own time, so its number is checked against the judge's clock
@@ -114,6 +140,8 @@ class TrialChecks:
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
         self.exchange: Exchange = judge.exchange  # the judge's memory file for tensors (drk.gym.common.shm)
+        self.timed_work: tuple[float, int] | None = None  # (ms, executions) of the source's kernels while timed
+        self.timed_calls = 0
         self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
@@ -508,6 +536,11 @@ class TrialChecks:
             res.correct = False
             return
         runtime, stats, flags = self._runtime_from(cand)
+        rows = self._rows()
+        if rows is None:
+            return
+        self.timed_work = kernel_work(rows, self.kernel_names)
+        self.timed_calls = int(cand.get("calls") or 0) + int(opts.warmup)
         eager, compiled, protocol_ms = self._reference_times()
         runtime, more = judge_clock_bound(runtime, calls=int(cand.get("calls") or 0) + int(opts.warmup),
                                           wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
@@ -561,25 +594,22 @@ class TrialChecks:
             out.append(ms)
         return out[0], out[1], out[2]
 
-    @contextlib.contextmanager
-    def profiled(self):
-        """The device profiler every op of a CUDA candidate runs under (`Runner.run_op`), around the
-        judge's own timing too, so that reference and candidate are timed alike."""
-        prof = harness.profiler_factory()()
-        try:
-            yield
-        finally:
-            prof.stop()
-
     def _time_protocol(self, inputs: list) -> float:
         """Wall ms per call of the timing protocol around a call that does nothing, as the judge's clock
-        sees a candidate's timing op (without the candidate)."""
+        sees a candidate's timing op: under the device profiler the candidate process starts before the op
+        (its start inside the clock, its stop after the reply). The reference itself is timed without a
+        profiler, as do_bench times it: a profiler adds host work to every launch, which a host-bound
+        reference (a torch.compile'd short kernel) pays in full (docs/measurements/timing-fidelity.md)."""
         opts = self.opts
         t0 = time.monotonic()
-        with self.profiled():
+        prof = harness.profiler_factory()()
+        try:
             ms = harness.time_calls(lambda i: None, self.device, warmup=opts.warmup, trials=opts.timing_trials,
                                     l2_flush=opts.l2_flush, perturb=harness.floating_tensors(inputs))
-        return (time.monotonic() - t0) * 1000.0 / (int(ms["calls"]) + int(opts.warmup))
+            wall_ms = (time.monotonic() - t0) * 1000.0
+        finally:
+            prof.stop()
+        return wall_ms / (int(ms["calls"]) + int(opts.warmup))
 
     def _time_reference(self, inputs: list, mode: str) -> float | None:
         model = self.task.model
@@ -591,7 +621,7 @@ class TrialChecks:
                 return None
         model.train(True)
         try:
-            with torch.no_grad(), self.profiled():
+            with torch.no_grad():
                 ms = harness.time_calls(lambda i: fn(*inputs), self.device, warmup=self.opts.warmup,
                                         trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush,
                                         perturb=harness.floating_tensors(inputs))
@@ -637,12 +667,24 @@ class TrialChecks:
                               f"({cmp.message}); outputs must be recomputed on every call")
 
     # ---- coverage ----------------------------------------------------------------------------------
+    def _rows(self) -> list[dict] | None:
+        """The device activity of the op just run (time or profile), from the profiler the candidate
+        process started around it; None (and a failing verdict) if candidate code stopped that profiler."""
+        reply, _ = self.j.call({"op": "rows"}, deadline=self.deadline)
+        if not reply.get("ok"):
+            self._fail(reply)
+            self.res.correct = False
+            return None
+        return reply.get("rows") or []
+
     def profile(self) -> None:
         t0 = time.monotonic()
         reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
         if not reply.get("ok"):
             return
-        rows, triton = reply.get("rows") or [], self.kernel_names
+        rows, triton = self._rows(), self.kernel_names
+        if rows is None:
+            return
         total = sum(float(r.get("ms", 0.0)) for r in rows)
         ours = sum(float(r.get("ms", 0.0)) for r in rows if r.get("name") in triton)
         self.res.coverage = ours / total if total > 0 else None
@@ -651,6 +693,11 @@ class TrialChecks:
                              "share": round(float(r.get("ms", 0.0)) / total, 4) if total else None,
                              "triton": r.get("name") in triton} for r in rows[:10]]
         self.res.phase_seconds["profile"] = time.monotonic() - t0
+        problem = timed_work_problem(kernel_work(rows, triton), self.timed_work, self.timed_calls)
+        if problem:
+            self.res.verdict, self.res.correct = T.HACKED, False
+            self.res.flags.append(T.TIMED_WORK_SKIPPED)
+            self.res.error = problem
 
     def cpu_coverage(self) -> None:
         """Interpreter time inside the source's own @triton.jit kernels over the forward's wall time."""

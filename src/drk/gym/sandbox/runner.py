@@ -62,7 +62,8 @@ class Runner:
         self.module_name = None
         self.module_file = None
         self.count = 0
-        self._profiled = None  # the Triton kernels of a profile op, while its reply waits for its profiler
+        self._keep = False  # set by an op whose device activity the judge reads next (`op_rows`)
+        self._kept_profile = None  # that op's stopped profiler
 
     # ---- setup -------------------------------------------------------------------------------------
     def _warm_triton(self) -> None:
@@ -134,10 +135,10 @@ class Runner:
         """One op; on CUDA inside a device profiler started before the op and stopped after it, for every
         op alike (loading, forwards, probes, timing, profile): a candidate that asks whether it is profiled
         always hears yes, so the calls that measure its coverage are the ones that are timed and checked.
-        The profile op's rows are read once its profiler has stopped (`device_rows`)."""
+        The time and profile ops keep their stopped profiler for `op_rows`."""
         if not self.cuda:
             return handler(header, payload)
-        self._profiled = None
+        self._keep = False
         prof = self.start_profiler()
         try:
             handler(header, payload)
@@ -147,13 +148,8 @@ class Runner:
             except Exception:  # noqa: BLE001  (candidate code stopped or replaced the profiler)
                 self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
                 prof = None
-        if self._profiled is not None:
-            rows = self.harness.device_rows(prof) if prof is not None else None
-            reply = {"op": "profile", "ok": rows is not None, "rows": (rows or [])[:200], "triton": self._profiled}
-            if rows is None:
-                reply.update(kind="forbidden", error="candidate code stopped the evaluator's profiler")
-            self._profiled = None
-            self.reply(reply)
+        if self._keep:  # a time or profile op: its device activity is read by the next op, `rows`
+            self._kept_profile = prof if prof is not None else "stopped"
 
     # ---- ops ---------------------------------------------------------------------------------------
     def op_load(self, h: dict, payload) -> None:
@@ -299,10 +295,11 @@ class Runner:
             ms = self.harness.time_calls(call, self.device, warmup=h["warmup"], trials=h["trials"],
                                          l2_flush=h["l2_flush"], n_inputs=len(sets),
                                          perturb=self.harness.floating_tensors(sets))
+        self._keep = True
         self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
 
     def op_profile(self, h: dict, payload) -> None:
-        """One call on kept inputs, its device activity read by `run_op` from the op's own profiler. No
+        """One call on kept inputs, under the op's own profiler (read by the next op, `op_rows`). No
         warm-up call: the trials before it compiled and autotuned for these shapes already."""
         if not self.cuda:
             raise RuntimeError("the profile op is for CUDA candidates")
@@ -314,7 +311,20 @@ class Runner:
             self.recorder.reset()
             self.harness.plain_outputs(model(*inputs))
         self.harness.sync(self.device)
-        self._profiled = self.recorder.names()
+        self._keep = True
+        self.reply({"op": "profile", "ok": True, "triton": self.recorder.names()})
+
+    def op_rows(self, h: dict, payload) -> None:
+        """The device activity of the previous op (a time or profile op), read once its profiler stopped:
+        a separate op, so reading it is never inside the judge's clock around the timed calls."""
+        prof, self._kept_profile = self._kept_profile, None
+        if prof is None:
+            raise RuntimeError("no profiled op to read")
+        if prof == "stopped":
+            self.reply({"op": "rows", "ok": False, "kind": "forbidden",
+                        "error": "candidate code stopped the evaluator's profiler"})
+            return
+        self.reply({"op": "rows", "ok": True, "rows": self.harness.device_rows(prof)[:200]})
 
     def op_memory(self, h: dict, payload) -> None:
         torch = self.torch

@@ -1,0 +1,67 @@
+"""The runner's profiler plumbing on a CUDA candidate, with the profiler and harness replaced by doubles
+(the real ones need a GPU; tests/test_profiled_everywhere.py runs them there): every op runs inside a
+profiler started before it, and the device activity of a time or profile op is read by the next op."""
+from __future__ import annotations
+
+import types
+
+from drk.gym.sandbox.runner import Runner
+
+
+class FakeProfiler:
+    def __init__(self, log: list, rows: list, stops_ok: bool = True) -> None:
+        self.log, self.rows, self.stops_ok = log, rows, stops_ok
+        log.append("start")
+
+    def stop(self) -> None:
+        self.log.append("stop")
+        if not self.stops_ok:
+            raise RuntimeError("profiler is not running")
+
+
+def runner(log: list, rows: list, stops_ok: bool = True) -> tuple[Runner, list]:
+    r = Runner.__new__(Runner)
+    replies: list = []
+    r.cuda = True
+    r.start_profiler = lambda: FakeProfiler(log, rows, stops_ok)
+    r.harness = types.SimpleNamespace(device_rows=lambda prof: list(prof.rows))
+    r.policy = types.SimpleNamespace(violations=[])
+    r.reply = lambda header, frames=(): replies.append(header)
+    r._keep, r._kept_profile = False, None
+    return r, replies
+
+
+def test_every_op_runs_inside_a_profiler_started_before_it():
+    log: list = []
+    r, replies = runner(log, [])
+    r.run_op(lambda h, p: (log.append("op"), r.reply({"op": "forward", "ok": True})), {}, None)
+    assert log == ["start", "op", "stop"] and replies == [{"op": "forward", "ok": True}]
+
+
+def test_a_time_ops_device_rows_are_read_by_the_next_op_outside_its_clock():
+    log: list = []
+    rows = [{"name": "my_kernel", "ms": 1.0, "calls": 170}]
+    r, replies = runner(log, rows)
+
+    def time_op(h, p):
+        r._keep = True
+        r.reply({"op": "time", "ok": True})
+    r.run_op(time_op, {}, None)
+    assert replies == [{"op": "time", "ok": True}]  # the timing reply goes before its profiler stops
+    r.run_op(r.op_rows, {}, None)
+    assert replies[-1] == {"op": "rows", "ok": True, "rows": rows}
+    r.run_op(lambda h, p: r.reply({"op": "forward", "ok": True}), {}, None)
+    assert r._kept_profile is None  # read once; an op that keeps nothing leaves nothing
+
+
+def test_a_profiler_stopped_by_candidate_code_is_a_violation_and_its_rows_are_refused():
+    log: list = []
+    r, replies = runner(log, [], stops_ok=False)
+
+    def profile_op(h, p):
+        r._keep = True
+        r.reply({"op": "profile", "ok": True})
+    r.run_op(profile_op, {}, None)
+    assert r.policy.violations and "profiler" in r.policy.violations[0]
+    r.run_op(r.op_rows, {}, None)
+    assert replies[-1]["ok"] is False and replies[-1]["kind"] == "forbidden"
