@@ -403,7 +403,9 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
     p = opts.protocol()
     p["timing"] = bool(opts.timing and cuda)
     if p["timing"]:
-        p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check",
+        p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check; "
+                               "candidate under the device profiler in every op",
+                 timing_protocol=harness.TIMING_PROTOCOL,
                  l2_flush_bytes=harness.L2_FLUSH_BYTES if opts.l2_flush else 0)
     return p
 
