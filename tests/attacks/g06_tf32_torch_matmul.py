@@ -1,7 +1,8 @@
-# drk-attack: task=data/queries/016_linear_gelu_scale.py property=timing_honest expect=no_triton|incorrect|hacked|ok device=gpu max_coverage=0.5
+# drk-attack: task=data/queries/016_linear_gelu_scale.py property=timing_honest expect=forbidden|no_triton|incorrect|hacked|ok device=gpu max_coverage=0.5
 """Turns on TF32 and medium float32 matmul precision, does the linear layer with torch (cuBLAS, TF32) and
 only the GELU*scale in Triton: faster, less precise, and most device time is not Triton. Must not be full
-reward (no_triton/incorrect, or ok with coverage < 0.5)."""
+reward (no_triton/incorrect, or ok with coverage < 0.5); changing the numeric settings the evaluator pins for
+reference and candidate alike is `forbidden` (issue 15's rule), whichever layer sees it."""
 import torch
 import torch.nn as nn
 import triton
