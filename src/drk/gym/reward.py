@@ -22,7 +22,7 @@ class RewardWeights:
     w_c: float = 0.5          # correctness
     w_s: float = 0.5          # speedup (vs eager), capped
     w_p: float = 0.5          # profiling-based reward (PR): Triton coverage; 0 turns PR off
-    speedup_cap: float = 3.0
+    speedup_cap: float = 3.0  # speedups above this earn no more (timing noise and outliers cannot buy reward)
 
 
 def _known(x) -> float:
