@@ -6,7 +6,8 @@
 #   smoke    the sandbox on this host (bubblewrap, candidate uid, CUDA in a forked child), GPU tests, a corpus entry
 #   first    the probe, the exchange benchmark, two candidates, then (only if both are ok) gym, capped by $BUDGET (570 s)
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
-#   timing   timing against an independent do_bench referee, shipped solutions and short kernels; repeatability
+#   timing   timing against an independent do_bench referee, short kernels then shipped solutions ($PAIRS: name
+#            prefixes; PROFILED=1: the referee also times under the device profiler); repeatability
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect -> sft ("base", 102M) -> held-out eval ->
 #            rl -> held-out eval with recipes/gpu-learn, then bench/learning_gpu_report.py; run folder $OUT/learn-s$SEED
 #   rlvstrl  issue 16 part 4: template trajectories -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
@@ -65,7 +66,8 @@ gym)
   gym 330
   ;;
 timing)
-  timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 2>&1 | tail -70
+  timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 \
+    --only "${PAIRS:-}" ${PROFILED:+--profiled} 2>&1 | tail -70
   ;;
 learn)
   SEED=${SEED:-0}; R=$OUT/learn-s$SEED; D="python3 -m drk"
@@ -102,7 +104,7 @@ verify)
       2>&1 | grep -v SyntaxWarning | tail -12
   fi
   echo "== timing ($SECONDS s in)"; timeout $(left) python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing \
-    --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) 2>&1 | tail -30
+    --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) ${PROFILED:+--profiled} 2>&1 | tail -30
   ;;
 serve)
   echo "== kernelgym sequence"; DRK_TEST_DEVICE=cuda timeout 250 python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -8

@@ -53,9 +53,10 @@ def pairs(kb: Path) -> list[dict]:
     return out
 
 
-def referee(task: Path, solution: Path, compile_ref: bool = False) -> dict:
+def referee(task: Path, solution: Path, compile_ref: bool = False, profiled: bool = False) -> dict:
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "referee.py"), str(task), str(solution)]
-                       + (["--compile"] if compile_ref else []), capture_output=True, text=True, timeout=300, check=False)
+                       + (["--compile"] if compile_ref else []) + (["--profiled"] if profiled else []),
+                       capture_output=True, text=True, timeout=300, check=False)
     try:
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -69,6 +70,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="3 pairs, to dry-run the script")
     ap.add_argument("--only", default="", help="comma-separated prefixes of pair names (e.g. short/,level1/100_)")
+    ap.add_argument("--profiled", action="store_true",
+                    help="the referee also times each side inside a device profiler (what it costs the timer)")
     ap.add_argument("--budget-s", type=float, default=540,
                     help="stop starting new pairs when the rest of this budget is what the repeats need")
     a = ap.parse_args()
@@ -106,12 +109,13 @@ def main() -> None:
             r = pool.evaluate(EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), popts,
                                           solution=p["name"]))
             drk_s = time.time() - t0
-            ref = referee(p["task"], p["solution"], comp)
+            ref = referee(p["task"], p["solution"], comp, a.profiled)
             row = {"kernel": p["name"], "verdict": r.verdict, "drk_ms": r.runtime_ms, "drk_ref_ms": r.ref_eager_ms,
                    "drk_speedup": r.speedup, "referee_ms": ref.get("candidate_ms"),
                    "referee_ref_ms": ref.get("reference_ms"), "referee_error": ref.get("error"),
                    "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1),
-                   "drk_seconds": round(drk_s, 1)}
+                   "drk_seconds": round(drk_s, 1),
+                   **{k: v for k, v in ref.items() if k.endswith("_under_profiler_ms")}}
             if comp:
                 row.update(drk_compile_ms=r.ref_compile_ms, referee_compile_ms=ref.get("compiled_reference_ms"))
                 if r.ref_compile_ms and row["referee_compile_ms"]:
@@ -126,7 +130,9 @@ def main() -> None:
             print(f"{p['name']:44s} {r.verdict:10s} drk {r.runtime_ms or 0:9.4f} ms  referee "
                   f"{row['referee_ms'] or 0:9.4f} ms  speedup drk {r.speedup or 0:6.2f} referee "
                   f"{row.get('referee_speedup') or 0:6.2f}  ratio {row.get('speedup_ratio') or 0:5.3f}"
-                  + (f"  compile-ref ratio {row.get('compile_ref_time_ratio') or 0:5.3f}" if comp else ""), flush=True)
+                  + (f"  compile-ref ratio {row.get('compile_ref_time_ratio') or 0:5.3f}" if comp else "")
+                  + (f"  referee under a profiler: candidate {ref.get('candidate_under_profiler_ms') or 0:.4f} ms"
+                     if a.profiled else ""), flush=True)
         for name in REPEAT[: (1 if a.quick else None)] if a.repeat > 1 else []:
             p = by_name[name]
             task, src = task_from_file(p["task"]), p["solution"].read_text()
