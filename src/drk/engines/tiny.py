@@ -43,23 +43,17 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 
-# BPE training text: the project's own prompt material and a few of its own modules (Python, PyTorch and
-# Triton code plus English), so the tokenizer sees the vocabulary of kernel prompts without any outside text.
-# The synthetic tasks and the template teacher's kernels are in it so that the smoke run's policy writes them
-# in few tokens (a shorter completion is a cheaper and easier one to learn on a CPU).
-_CORPUS_MODULES = ("drk/agent/prompts.py", "drk/agent/feedback.py", "drk/gym/common/harness.py",
-                   "drk/gym/common/compare.py", "drk/tasks/scaling.py", "drk/tasks/synth.py", "drk/engines/template.py")
+# BPE training text: the project's own prompt material and code (Python, PyTorch and Triton code plus
+# English), so the tokenizer sees the vocabulary of kernel prompts without any outside text. The code part is
+# a frozen snapshot (tiny_corpus.txt: prompts, feedback, harness, compare, scaling, synth and the template
+# teacher as they stood when the CPU smoke run was last verified to learn, docs/measurements/learning-smoke.md),
+# never the live modules: a tokenizer trained on files that change would change with every edit to them, and
+# every run and test built on the tiny models (the smoke run's learning proof among them) with it.
+_CORPUS_FILE = Path(__file__).with_name("tiny_corpus.txt")
 
 
 def _corpus_code() -> str:
-    root = Path(__file__).resolve().parents[2]
-    parts = []
-    for rel in _CORPUS_MODULES:
-        try:
-            parts.append((root / rel).read_text())
-        except OSError:  # a trimmed install: the prompts module alone is enough
-            continue
-    return "\n".join(parts)
+    return _CORPUS_FILE.read_text()
 
 
 _CORPUS_TEXT = """
