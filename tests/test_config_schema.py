@@ -71,6 +71,8 @@ def _value(cfg, key: str):
     ("rl", "algo.prs_tau", "algo.prs_tau", "--algo.prs-tau", (0.1, 0.2, 0.3)),
     ("rl", "turn_selection.flat_groups", "turn_selection.flat_groups", "--turn-selection.flat-groups",
      ("per-turn", "none", "last-turn")),
+    ("rl", "sampling.temperature", "temperature", "--temperature", (0.1, 0.2, 0.3)),
+    ("rl", "eval_options.timeout_s", "eval_timeout_s", "--eval-timeout-s", (10.0, 20.0, 30.0)),
     ("collect", "episode.sampling.temperature", "temperature", "--temperature", (0.1, 0.2, 0.3)),
     ("collect", "episode.sampling.max_new_tokens", "episode.sampling.max_new_tokens", "--max-tokens", (7, 8, 9)),
     ("eval", "options.trials", "trials", "--trials", (1, 2, 3)),
@@ -122,3 +124,32 @@ def test_every_recipe_in_the_repository_loads_into_its_stage_config():
         required = {"collect": {"out": "o"}, "infer": {"out": "o", "task_file": TASK}}.get(recipe.stem, {})
         cfg = config_from(CONFIGS[recipe.stem], recipe, [], required)
         assert isinstance(cfg, CONFIGS[recipe.stem]), recipe
+
+
+def test_rl_nests_the_samplers_and_the_evaluators_options_whole(tmp_path):
+    """RLConfig holds SamplingParams and EvalOptions themselves (flat: the keys RL recipes always had keep
+    working), so every evaluator option reaches the rollouts, not a copied subset."""
+    from drk.config import load_config
+    from drk.engines.base import SamplingParams
+    from drk.gym import EvalOptions
+    from drk.stages.rl_config import RLConfig
+
+    recipe = tmp_path / "rl.yaml"
+    recipe.write_text("temperature: 0.7\neval_device: cpu\ntrials: 3\nseed: 5\n")
+    cfg = load_config(RLConfig, recipe)
+    assert isinstance(cfg.sampling, SamplingParams) and isinstance(cfg.eval_options, EvalOptions)
+    assert (cfg.sampling.temperature, cfg.eval_options.device, cfg.eval_options.trials) == (0.7, "cpu", 3)
+    assert cfg.seed == 5 and cfg.eval_options.seed == EvalOptions().seed and cfg.sampling.seed is None
+
+
+def test_a_run_saved_with_the_flat_rl_config_of_earlier_versions_reads_the_same(tmp_path):
+    import json
+
+    from drk.stages.rl import saved_config
+
+    flat = {"model": "tiny", "out": str(tmp_path), "steps": 2, "temperature": 0.6, "top_p": 1.0,
+            "max_new_tokens": 400, "eval_device": "cpu", "eval_timeout_s": 120.0, "eval_input_budget_mb": 0.25}
+    (tmp_path / "rl_config.json").write_text(json.dumps(flat))
+    cfg = saved_config(tmp_path / "rl_config.json")
+    assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.6, 400)
+    assert (cfg.eval_options.device, cfg.eval_options.timeout_s, cfg.eval_options.input_budget_mb) == ("cpu", 120.0, 0.25)

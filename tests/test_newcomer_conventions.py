@@ -93,8 +93,10 @@ def test_set_reaches_nested_training_config():
     from drk.config import build
     from drk.stages.rl import RLConfig
 
-    cfg = build(RLConfig, _training_overrides({"steps": 3, "limit": 2}, ["algo.use_mrs=false", "steps=9"]))
+    cfg = build(RLConfig, _training_overrides(RLConfig, {"steps": 3, "limit": 2},
+                                              ["algo.use_mrs=false", "steps=9", "eval_device=cpu"]))
     assert cfg.algo.use_mrs is False and cfg.steps == 3 and cfg.limit == 2  # flags win over --set
+    assert cfg.eval_options.device == "cpu"  # a flat section's field by its recipe key
 
 
 def test_readme_examples_work_wherever_kernelbench_lives():

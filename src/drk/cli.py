@@ -445,11 +445,12 @@ def infer_cmd(
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
 
 
-def _training_overrides(flags: dict, sets: Optional[list[str]]) -> dict:
-    """Flags over `--set key=value` (dotted keys reach nested sections, e.g. algo.use_mrs=false)."""
-    from drk.config import merge, parse_sets
+def _training_overrides(cls: type, flags: dict, sets: Optional[list[str]]) -> dict:
+    """Flags over `--set key=value` (dotted keys reach nested sections, e.g. algo.use_mrs=false; a flat
+    section's fields by their recipe keys, e.g. eval_device=cpu)."""
+    from drk.config import expand, merge, parse_sets
 
-    return merge(parse_sets(sets or [], nested=True), flags)
+    return merge(expand(cls, parse_sets(sets or [], nested=True)), flags)
 
 
 @app.command("sft")
@@ -477,7 +478,7 @@ def sft_cmd(
 
     check_out(Path(overrides["out"]) if "out" in overrides else None)
     check_report_to(overrides.get("report_to"))
-    overrides = _training_overrides(overrides, sets)
+    overrides = _training_overrides(stage.SFTConfig, overrides, sets)
 
     def started(cfg, ck: Optional[Path]) -> None:
         if ck is not None:
@@ -519,9 +520,9 @@ def rl_cmd(
 
     check_out(Path(overrides["out"]) if "out" in overrides else None)
     check_report_to(overrides.get("report_to"))
-    if "eval_device" in overrides:
-        check_device(overrides["eval_device"], "--eval-device")
-    overrides = _training_overrides(overrides, sets)
+    if (overrides.get("eval_options") or {}).get("device"):
+        check_device(overrides["eval_options"]["device"], "--eval-device")
+    overrides = _training_overrides(stage.RLConfig, overrides, sets)
     with StageProgress("rl") as prog:
         def started(cfg, continues: Optional[int]) -> None:
             if continues is not None:

@@ -172,8 +172,9 @@ def parse_sets(items: list[str] | tuple[str, ...], nested: bool = True) -> dict:
 
 
 def load_config(cls: type[T], recipe: str | Path | None = None, overrides: dict | None = None) -> T:
+    """`overrides` over the recipe over the defaults; both take recipe keys (flat sections' too)."""
     data = resolve_recipe_paths(load_yaml(recipe), Path(recipe).parent) if recipe else {}
-    return build(cls, merge(expand(cls, data), overrides or {}))
+    return build(cls, merge(expand(cls, data), expand(cls, overrides or {})))
 
 
 

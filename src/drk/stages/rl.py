@@ -48,7 +48,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
-from drk.config import ConfigError, build, load_config, merge
+from drk.config import ConfigError, build, expand, load_config, merge
 from drk.engines.base import TimedEngine
 from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
 from drk.records import JsonlWriter, write_json
@@ -111,6 +111,12 @@ def build_optimizer(model, cfg: RLConfig) -> torch.optim.Optimizer:
                              weight_decay=cfg.weight_decay)
 
 
+def saved_config(path: Path, overrides: dict | None = None) -> RLConfig:
+    """A run's rl_config.json as an RLConfig, `overrides` over it. Its keys are read as a recipe's, so the
+    flat sampler and evaluator keys older versions wrote (`temperature`, `eval_device`) still read."""
+    return build(RLConfig, merge(expand(RLConfig, json.loads(Path(path).read_text())), overrides or {}))
+
+
 def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     """For a run started without --resume: True when `cfg.out` holds this very run (same rl_config.json)
     with a checkpoint, which then simply continues (the same command resumes). A directory holding another
@@ -123,8 +129,8 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     if not saved.exists():
         return False
     try:
-        same = json.loads(saved.read_text()) == json.loads(json.dumps(asdict(cfg)))
-    except (OSError, ValueError):
+        same = asdict(saved_config(saved, {"out": cfg.out})) == asdict(cfg)
+    except (OSError, ValueError, TypeError):  # ConfigError is a ValueError: a file this version cannot read
         same = False
     if not same and not overwrite:
         raise ConfigError(f"{out} holds another run (its rl_config.json differs); use another --out, "
@@ -167,15 +173,11 @@ def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tok
     """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
     from drk.agent.episode import EpisodeConfig, new_episode
     from drk.agent.episode import step as turn_step
-    from drk.engines.base import SamplingParams
-    from drk.gym import EvalOptions
     from drk.gym.reward import RewardWeights
 
     a = cfg.algo
     ecfg = EpisodeConfig(turns=cfg.turns, history="all", overlap_chunks=cfg.overlap_chunks,
-                         reward=RewardWeights(**a.reward_kwargs()),
-                         eval_options=EvalOptions(device=cfg.eval_device, timeout_s=cfg.eval_timeout_s,
-                                                  input_budget_mb=cfg.eval_input_budget_mb))
+                         reward=RewardWeights(**a.reward_kwargs()), eval_options=cfg.eval_options)
     groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
     if env.first_prompt is not None:
         for g in groups:
@@ -187,8 +189,7 @@ def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tok
         active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
         if not active:
             break
-        ecfg.sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                                       seed=cfg.seed * 1_000_003 + step * 1009 + t)
+        ecfg.sampling = replace(cfg.sampling, n=1, seed=cfg.seed * 1_000_003 + step * 1009 + t)
         new = turn_step(active, engine, env.gym, ecfg)
         if env.turn_reward is not None:
             for turn in new:
@@ -201,7 +202,7 @@ def _context_fits(ep, tokenizer, cfg: RLConfig) -> bool:
         return True
     last = ep.turns[-1]
     approx = len(last.prompt_token_ids or []) + len(last.token_ids or []) + len(tokenizer.encode(last.feedback))
-    if approx + cfg.max_new_tokens > cfg.max_context_tokens:
+    if approx + cfg.sampling.max_new_tokens > cfg.max_context_tokens:
         ep.stopped = "context_limit"
         return False
     return True
@@ -278,7 +279,7 @@ def old_logprobs(model, rows, cfg, pad_id, vocab_limit) -> list[torch.Tensor]:
     out: list[torch.Tensor | None] = [None] * len(rows)
     lengths = [r.length for r in rows]
     for mb in micro_batches(list(range(len(rows))), lengths, cfg.micro_batch_tokens):
-        logp, _, _ = completion_logprobs(model, [rows[i] for i in mb], pad_id=pad_id, temperature=cfg.temperature,
+        logp, _, _ = completion_logprobs(model, [rows[i] for i in mb], pad_id=pad_id, temperature=cfg.sampling.temperature,
                                          vocab_limit=vocab_limit)
         for j, i in enumerate(mb):
             n = len(rows[i].completion_ids)
@@ -359,7 +360,7 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
         with accelerator.no_sync(model):
             for mb in micro_batches(chunk, lengths, cfg.micro_batch_tokens):
                 sub = [rows[i] for i in mb]
-                logp, mask, ent = completion_logprobs(model, sub, pad_id=pad_id, temperature=cfg.temperature,
+                logp, mask, ent = completion_logprobs(model, sub, pad_id=pad_id, temperature=cfg.sampling.temperature,
                                                       vocab_limit=vocab_limit, with_entropy=stats["entropy"] is None)
                 if ent is not None:
                     stats["entropy"] = ent
@@ -500,12 +501,16 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
 
     out = Path(cfg.out)
     cfg = _with_env(cfg, env)
-    if cfg.top_p < 1.0 and cfg.algo.use_mrs:
+    if (cfg.sampling.top_p < 1.0 or cfg.sampling.top_k > 0) and cfg.algo.use_mrs:
         # the engine reports log-probs of the truncated distribution it sampled from, the trainer's are of the
         # full one, so every trajectory's ratio sits below 1 by the truncated mass and MRS drops nearly all
-        raise ConfigError(f"top_p {cfg.top_p} < 1 cannot be combined with mismatch rejection sampling (MRS compares "
-                          "log-probs of the full distribution); use top_p: 1.0 (the paper's setting) or "
+        what = f"top_p {cfg.sampling.top_p} < 1" if cfg.sampling.top_p < 1.0 else f"top_k {cfg.sampling.top_k} > 0"
+        raise ConfigError(f"{what} cannot be combined with mismatch rejection sampling (MRS compares log-probs of "
+                          "the full distribution); use top_p: 1.0 and top_k: 0 (the paper's setting) or "
                           "algo.use_mrs: false")
+    if cfg.sampling.seed is not None or cfg.sampling.n != 1:
+        raise ConfigError("sampling_seed and sampling_n are not RL options: every turn's sampling seed is drawn from "
+                          "`seed`, and each episode samples one reply per turn (`rollouts` sets how many episodes)")
     cuda = torch.cuda.is_available()
     trackers = [] if cfg.report_to in ("none", "", None) else [cfg.report_to]
     accelerator = Accelerator(cpu=not cuda, log_with=trackers or None, project_dir=str(out))
@@ -537,7 +542,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
         from drk.gym.transport.backends import make_gym
 
         cache = str(out / "eval_cache.sqlite") if cfg.eval_cache else None
-        env = Environment("gym", make_gym(cfg.gym, device=cfg.eval_device, workers=cfg.eval_workers,
+        env = Environment("gym", make_gym(cfg.gym, device=cfg.eval_options.device, workers=cfg.eval_workers,
                                           cache_path=cache))
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     vocab_limit = len(tok) if accelerator.unwrap_model(model).config.vocab_size > len(tok) else None
@@ -634,8 +639,7 @@ def run(recipe: str | Path | None = None, overrides: dict | None = None, *, resu
         saved = Path(resume) / "rl_config.json"
         if not saved.exists():
             raise ConfigError(f"nothing to resume: {saved} not found")
-        cfg = _with_env(build(RLConfig, merge(merge(json.loads(saved.read_text()), {"out": str(resume)}), overrides)),
-                        env)
+        cfg = _with_env(saved_config(saved, merge({"out": str(resume)}, expand(RLConfig, overrides))), env)
     else:
         cfg = _with_env(load_config(RLConfig, recipe, overrides), env)
         if check_run_dir(cfg, overwrite=overwrite):  # another run's directory is refused
@@ -643,7 +647,7 @@ def run(recipe: str | Path | None = None, overrides: dict | None = None, *, resu
             if continues >= cfg.steps:
                 return cfg, {"finished_before": True, "step": continues}
     check_report_to(cfg.report_to)
-    check_device(cfg.eval_device, "--eval-device")
+    check_device(cfg.eval_options.device, "--eval-device")
     if on_start is not None:
         on_start(cfg, continues)
     return cfg, train(cfg, resume=resume is not None or continues is not None, stop_after=stop_after,

@@ -8,8 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drk.config import option
+from drk.engines.base import SamplingParams
+from drk.gym.types import EvalOptions
 from drk.train.settings import AlgoConfig, LossScaling, TurnSelection
 
+# evaluator options RL recipes may set but `drk rl` has no flag for (`drk eval` and `drk collect` do)
+RECIPE_ONLY_EVAL_OPTIONS = ("trials", "tolerance", "seed", "timing", "warmup", "timing_trials", "l2_flush",
+                            "compile_baseline", "profile", "scale", "fp64_check", "max_plausible_speedup",
+                            "low_coverage")
 DEFAULT_LORA_TARGET = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -29,9 +35,11 @@ class RLConfig:
     warmup_steps: int = 0            # linear learning-rate warmup over this many steps
     grad_clip: float = 1.0           # clip the gradient's global norm to this
     updates_per_step: int = 1        # optimizer steps per rollout batch (mini-batches)
-    temperature: float = option(1.0, panel="model")  # sampling temperature of the rollouts
-    top_p: float = option(1.0, panel="model")  # nucleus sampling of the rollouts (1.0: off)
-    max_new_tokens: int = option(8192, panel="model")  # tokens one turn may generate
+    # the sampler's options, nested whole (flat: `temperature`, `top_p`, `max_new_tokens` as always); its seed
+    # is drawn per turn from `seed`, and each episode samples one reply per turn
+    sampling: SamplingParams = option(factory=lambda: SamplingParams(max_new_tokens=8192), flat=True, panel="model",
+                                      hide=("top_k", "n", "seed", "stop"),
+                                      flags={"n": "--sampling-n", "seed": "--sampling-seed"})
     max_context_tokens: int = option(32768, panel="model")  # an episode whose next context is longer stops
     micro_batch_tokens: int = 16384  # padded tokens per training micro-batch
     lora: bool = option(False, panel="model")  # train a LoRA adapter instead of every weight
@@ -47,11 +55,14 @@ class RLConfig:
     algo: AlgoConfig = option(factory=AlgoConfig, panel="algo")  # the RL objective (reward, advantages, MRS, PRS, loss)
     gym: str = option("local", panel="eval", envvar="DRK_GYM")  # evaluator: local | http://HOST:PORT (drk gym serve) | ray | ray://HOST:PORT
     eval_cache: bool = option(True, panel="eval")  # identical candidates are evaluated once (OUT/eval_cache.sqlite)
-    eval_device: str = option("auto", panel="eval")  # where kernels are evaluated: cpu | cuda | cuda:N
+    # the evaluator's protocol, nested whole (flat: `eval_device`, `eval_timeout_s`, `eval_input_budget_mb` as
+    # always; the rest, `trials`, `tolerance`, ..., in recipes)
+    eval_options: EvalOptions = option(factory=EvalOptions, flat=True, panel="eval",
+                                       flags={"device": "--eval-device", "timeout_s": "--eval-timeout-s",
+                                              "input_budget_mb": "--eval-input-budget-mb", "seed": "--eval-seed"},
+                                       hide=RECIPE_ONLY_EVAL_OPTIONS)
     eval_workers: int | None = option(None, panel="eval")  # evaluation workers (default: one per GPU; CPU: up to 4)
     overlap_chunks: int = option(1, panel="eval")  # generate each turn in this many chunks, each judged while the next is generated
-    eval_timeout_s: float = option(300.0, panel="eval")  # seconds per evaluation
-    eval_input_budget_mb: float | None = option(None, panel="eval")  # scale size constants so inputs fit (default: 2 MB on CPU)
     checkpoint_every: int = option(10, panel="out")  # save a resumable checkpoint every N steps
     keep_checkpoints: int = option(2, panel="out")  # older checkpoints are deleted
     seed: int = 0                    # seed of the query order, sampling, PRS and an offline model's weights
