@@ -32,8 +32,8 @@ class EngineError(RuntimeError):
 
 @dataclass
 class SamplingParams:
-    temperature: float = 1.0          # <= 0 means greedy
-    top_p: float = 1.0                # 1.0 = off
+    temperature: float = 1.0          # sampling temperature (<= 0: greedy)
+    top_p: float = 1.0                # nucleus sampling's probability mass (1.0: off)
     top_k: int = 0                    # 0 = off (transformers' generate() would default to 50: we never use it)
     max_new_tokens: int = 1024        # tokens one reply may generate
     n: int = 1                        # samples per conversation
