@@ -172,20 +172,22 @@ def random_valid(gen, P, N, T):
 
 def test_algo_config_defaults_and_kwargs():
     cfg = AlgoConfig()
-    assert (cfg.w_c, cfg.w_s, cfg.w_p, cfg.speedup_cap, cfg.gamma) == (0.5, 0.5, 0.5, 3.0, 1.0)
+    assert cfg.reward == RewardWeights() and cfg.gamma == 1.0  # the reward's weights are the evaluator's, nested
+    assert (cfg.reward.w_c, cfg.reward.w_s, cfg.reward.w_p, cfg.reward.speedup_cap) == (0.5, 0.5, 0.5, 3.0)
     assert (cfg.mrs_lower, cfg.mrs_upper, cfg.mrs_veto) == (0.999, 1.001, 1e-4)
     assert (cfg.prs_tau, cfg.prs_s) == (0.3, 0.1)
     assert (cfg.clip_low, cfg.clip_high, cfg.dual_clip, cfg.aggregation) == (0.2, 0.28, 3.0, "turn-sum")
     assert cfg.use_pr and cfg.use_prs and cfg.use_mrs and cfg.advantage == "trloo"
-    assert AlgoConfig(use_pr=False).reward_kwargs()["w_p"] == 0.0
+    assert AlgoConfig(use_pr=False).reward_weights().w_p == 0.0
     assert AlgoConfig.from_dict(cfg.to_dict()) == cfg
+    assert AlgoConfig.from_dict({"w_c": 0.25}).reward.w_c == 0.25  # the recipe key algo.w_c, as before
     for bad in ({"aggregation": "mean"}, {"dual_clip": 1.0}, {"mrs_lower": 2.0}, {"advantage": "ppo"}):
         with pytest.raises(ValueError):
             AlgoConfig(**bad)
     with pytest.raises(ValueError):
         AlgoConfig.from_dict({"nonsense": 1})
     # the kwargs helpers feed the functions directly
-    assert turn_reward({"verdict": "ok", "speedup": 1.0, "coverage": 0.5}, RewardWeights(**cfg.reward_kwargs())) == 1.25
+    assert turn_reward({"verdict": "ok", "speedup": 1.0, "coverage": 0.5}, cfg.reward_weights()) == 1.25
     prs_mask(torch.tensor([True]), t64([0.5]), torch.tensor([True]), **cfg.prs_kwargs())
 
 

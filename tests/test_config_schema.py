@@ -69,6 +69,7 @@ def _value(cfg, key: str):
 @pytest.mark.parametrize("cmd, key, recipe_key, flag, values", [
     ("sft", "lr", "lr", "--lr", (0.1, 0.2, 0.3)),
     ("rl", "algo.prs_tau", "algo.prs_tau", "--algo.prs-tau", (0.1, 0.2, 0.3)),
+    ("rl", "algo.reward.w_c", "algo.w_c", "--algo.w-c", (0.1, 0.2, 0.3)),
     ("rl", "turn_selection.flat_groups", "turn_selection.flat_groups", "--turn-selection.flat-groups",
      ("per-turn", "none", "last-turn")),
     ("rl", "sampling.temperature", "temperature", "--temperature", (0.1, 0.2, 0.3)),
@@ -148,8 +149,10 @@ def test_a_run_saved_with_the_flat_rl_config_of_earlier_versions_reads_the_same(
     from drk.stages.rl import saved_config
 
     flat = {"model": "tiny", "out": str(tmp_path), "steps": 2, "temperature": 0.6, "top_p": 1.0,
-            "max_new_tokens": 400, "eval_device": "cpu", "eval_timeout_s": 120.0, "eval_input_budget_mb": 0.25}
+            "max_new_tokens": 400, "eval_device": "cpu", "eval_timeout_s": 120.0, "eval_input_budget_mb": 0.25,
+            "algo": {"w_c": 0.4, "speedup_cap": 2.0, "use_mrs": False}}
     (tmp_path / "rl_config.json").write_text(json.dumps(flat))
     cfg = saved_config(tmp_path / "rl_config.json")
     assert (cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0.6, 400)
     assert (cfg.eval_options.device, cfg.eval_options.timeout_s, cfg.eval_options.input_budget_mb) == ("cpu", 120.0, 0.25)
+    assert (cfg.algo.reward.w_c, cfg.algo.reward.speedup_cap, cfg.algo.use_mrs) == (0.4, 2.0, False)

@@ -297,7 +297,7 @@ def options(cls: type, prefix: tuple[str, ...] = (), inherited: dict | None = No
     return out
 
 
-def expand(cls: type, data: dict) -> dict:
+def expand(cls: type, data: dict, where: str = "") -> dict:
     """Recipe keys of flat sections to their place: {"turns": 3} -> {"episode": {"turns": 3}}; one key may set
     several fields (`seed`: the sampler's and the evaluator's). A key that is neither a field nor such a key is
     an error naming the closest valid one."""
@@ -312,15 +312,27 @@ def expand(cls: type, data: dict) -> dict:
             for path in aliases[key]:
                 _put(out, path, value)
         elif key in fields:
-            _put(out, (key,), value)
+            tp = _section_type(cls, key)
+            _put(out, (key,), expand(tp, value, f"{where}{key}.") if tp is not None and isinstance(value, dict)
+                 else value)
         else:
             import difflib
 
             valid = sorted(fields | set(aliases))
             close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"unknown option {key!r} ({hint}valid: {', '.join(valid)})")
+            raise ConfigError(f"unknown option {where + str(key)!r} ({hint}valid: {', '.join(valid)})")
     return out
+
+
+def _section_type(cls: type, name: str) -> type | None:
+    """The dataclass a field of `cls` holds (a nested section, whose own flat sections `expand` reads
+    too: algo.w_c is algo.reward.w_c), else None."""
+    tp = typing.get_type_hints(cls).get(name)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else None
+    return tp if tp is not None and dataclasses.is_dataclass(tp) else None
 
 
 def _put(d: dict, path: tuple[str, ...], value: Any) -> None:

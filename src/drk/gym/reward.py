@@ -19,9 +19,9 @@ from drk.gym.types import OK, EvalResult
 
 @dataclass
 class RewardWeights:
-    w_c: float = 0.5          # correctness
-    w_s: float = 0.5          # speedup (vs eager), capped
-    w_p: float = 0.5          # profiling-based reward (PR): Triton coverage; 0 turns PR off
+    w_c: float = 0.5          # weight of correctness
+    w_s: float = 0.5          # weight of the speedup over eager, capped at speedup_cap
+    w_p: float = 0.5          # weight of the profiling-based reward (PR: Triton coverage); 0 turns PR off
     speedup_cap: float = 3.0  # speedups above this earn no more (timing noise and outliers cannot buy reward)
 
 

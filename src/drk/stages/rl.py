@@ -173,11 +173,10 @@ def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tok
     """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
     from drk.agent.episode import EpisodeConfig, new_episode
     from drk.agent.episode import step as turn_step
-    from drk.gym.reward import RewardWeights
 
     a = cfg.algo
     ecfg = EpisodeConfig(turns=cfg.turns, history="all", overlap_chunks=cfg.overlap_chunks,
-                         reward=RewardWeights(**a.reward_kwargs()), eval_options=cfg.eval_options)
+                         reward=a.reward_weights(), eval_options=cfg.eval_options)
     groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
     if env.first_prompt is not None:
         for g in groups:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from drk.config import option
+from drk.gym.reward import RewardWeights
+
 AGGREGATIONS = ("turn-sum", "token-mean")
 ADVANTAGE_ESTIMATORS = ("trloo", "grpo")
 
@@ -20,15 +23,13 @@ class AlgoConfig:
     """Every hyperparameter of the RL objective, with the released recipe's values as defaults.
 
     The functions of this module take plain arguments; this dataclass is what the trainer and the recipes
-    hold. ``reward_kwargs()`` / ``mrs_kwargs()`` / ``prs_kwargs()`` / ``loss_kwargs()`` give the keyword
+    hold. ``reward_weights()`` / ``mrs_kwargs()`` / ``prs_kwargs()`` / ``loss_kwargs()`` give the keyword
     arguments for the matching function, already reflecting the ``use_*`` switches.
     """
 
-    # Reward: r = w_c*C + C*(w_s*min(speedup, speedup_cap) + w_p*coverage), C = correct and not hacked.
-    w_c: float = 0.5               # weight of correctness
-    w_s: float = 0.5               # weight of the (capped) speedup
-    w_p: float = 0.5               # weight of the profiling reward (Triton coverage); used only if use_pr
-    speedup_cap: float = 3.0       # speedups above this earn no more reward (limits timing-noise hacking)
+    # Reward: the evaluator's (drk.gym.reward), its weights nested whole; flat, so they stay algo.w_c,
+    # algo.speedup_cap, ... in recipes and flags.
+    reward: RewardWeights = option(factory=RewardWeights, flat=True)
     use_pr: bool = True            # PR: include the coverage term (False is the same as w_p = 0)
     # Returns and advantages.
     gamma: float = 1.0             # discount over turns for returns-to-go
@@ -65,9 +66,9 @@ class AlgoConfig:
         if self.gamma < 0.0:
             raise ValueError("gamma must be >= 0")
 
-    def reward_kwargs(self) -> dict:
-        return {"w_c": self.w_c, "w_s": self.w_s, "w_p": self.w_p if self.use_pr else 0.0,
-                "speedup_cap": self.speedup_cap}
+    def reward_weights(self) -> RewardWeights:
+        """The reward's weights, with the coverage term off unless `use_pr`."""
+        return self.reward if self.use_pr else dataclasses.replace(self.reward, w_p=0.0)
 
     def mrs_kwargs(self) -> dict:
         return {"lower": self.mrs_lower, "upper": self.mrs_upper, "veto": self.mrs_veto}
@@ -84,11 +85,10 @@ class AlgoConfig:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "AlgoConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d or {}) - names
-        if unknown:
-            raise ValueError(f"unknown AlgoConfig fields: {sorted(unknown)}")
-        return cls(**(d or {}))
+        """From recipe keys (`w_c` or `reward: {w_c: ...}`); an unknown key is a ConfigError (a ValueError)."""
+        from drk.config import build, expand
+
+        return build(cls, expand(cls, d or {}))
 
 
 LOSS_DENOMINATORS = ("nominal", "kept")
