@@ -89,11 +89,11 @@ def test_limit_seed_and_set_reach_the_run(tmp_path):
 
 
 def test_set_reaches_nested_training_config():
-    from drk.cli import _training_overrides
+    from drk.cli import command_overrides
     from drk.config import build
     from drk.stages.rl import RLConfig
 
-    cfg = build(RLConfig, _training_overrides(RLConfig, {"steps": 3, "limit": 2},
+    cfg = build(RLConfig, command_overrides(RLConfig, {"steps": 3, "limit": 2},
                                               ["algo.use_mrs=false", "steps=9", "eval_device=cpu"]))
     assert cfg.algo.use_mrs is False and cfg.steps == 3 and cfg.limit == 2  # flags win over --set
     assert cfg.eval_options.device == "cpu"  # a flat section's field by its recipe key

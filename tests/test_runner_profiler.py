@@ -27,7 +27,7 @@ def runner(log: list, rows: list, stops_ok: bool = True) -> tuple[Runner, list]:
     r.harness = types.SimpleNamespace(device_rows=lambda prof: list(prof.rows))
     r.policy = types.SimpleNamespace(violations=[])
     r.reply = lambda header, frames=(): replies.append(header)
-    r._keep, r._kept_profile = False, None
+    r._kept_profile = None
     return r, replies
 
 
@@ -43,14 +43,11 @@ def test_a_time_ops_device_rows_are_read_by_the_next_op_outside_its_clock():
     rows = [{"name": "my_kernel", "ms": 1.0, "calls": 170}]
     r, replies = runner(log, rows)
 
-    def time_op(h, p):
-        r._keep = True
-        r.reply({"op": "time", "ok": True})
-    r.run_op(time_op, {}, None)
+    r.run_op(lambda h, p: r.reply({"op": "time", "ok": True}), {"op": "time"}, None)
     assert replies == [{"op": "time", "ok": True}]  # the timing reply goes before its profiler stops
-    r.run_op(r.op_rows, {}, None)
+    r.run_op(r.op_rows, {"op": "rows"}, None)
     assert replies[-1] == {"op": "rows", "ok": True, "rows": rows}
-    r.run_op(lambda h, p: r.reply({"op": "forward", "ok": True}), {}, None)
+    r.run_op(lambda h, p: r.reply({"op": "forward", "ok": True}), {"op": "forward"}, None)
     assert r._kept_profile is None  # read once; an op that keeps nothing leaves nothing
 
 
@@ -58,10 +55,20 @@ def test_a_profiler_stopped_by_candidate_code_is_a_violation_and_its_rows_are_re
     log: list = []
     r, replies = runner(log, [], stops_ok=False)
 
-    def profile_op(h, p):
-        r._keep = True
-        r.reply({"op": "profile", "ok": True})
-    r.run_op(profile_op, {}, None)
+    r.run_op(lambda h, p: r.reply({"op": "profile", "ok": True}), {"op": "profile"}, None)
     assert r.policy.violations and "profiler" in r.policy.violations[0]
-    r.run_op(r.op_rows, {}, None)
+    r.run_op(r.op_rows, {"op": "rows"}, None)
     assert replies[-1]["ok"] is False and replies[-1]["kind"] == "forbidden"
+
+
+def test_a_time_op_that_failed_keeps_no_device_rows():
+    log: list = []
+    r, _ = runner(log, [{"name": "my_kernel", "ms": 1.0, "calls": 1}])
+
+    def failing(h, p):
+        raise RuntimeError("the candidate raised in a timed call")
+    try:
+        r.run_op(failing, {"op": "time"}, None)
+    except RuntimeError:
+        pass
+    assert log == ["start", "stop"] and r._kept_profile is None

@@ -189,11 +189,19 @@ def config_options(cls, panel: str = "train"):
     return decorate
 
 
+def command_overrides(cls: type, flags: dict, sets: Optional[list[str]]) -> dict:
+    """Flags over `--set key=value` (dotted keys reach nested sections, e.g. algo.use_mrs=false; a flat
+    section's fields by their recipe keys, e.g. eval_device=cpu), as the config's own keys."""
+    from drk.config import expand, merge, parse_sets
+
+    return merge(expand(cls, parse_sets(sets or [], nested=True)), flags)
+
+
 def config_from(cls, recipe: Optional[Path], sets: Optional[list[str]], flags: dict):
     """The stage's config: its defaults under the recipe under `--set` under the flags (drk.config)."""
-    from drk.config import expand, load_config, merge, parse_sets
+    from drk.config import load_config
 
-    return load_config(cls, recipe, merge(expand(cls, parse_sets(sets or [], nested=True)), flags))
+    return load_config(cls, recipe, command_overrides(cls, flags, sets))
 
 
 # ------------------------------------------------------------------------------------ recipes and --set
@@ -445,14 +453,6 @@ def infer_cmd(
     typer.echo(f"best: turn {summary['best_turn'] + 1} (speedup {summary['best_speedup']}) -> {out}/best.py")
 
 
-def _training_overrides(cls: type, flags: dict, sets: Optional[list[str]]) -> dict:
-    """Flags over `--set key=value` (dotted keys reach nested sections, e.g. algo.use_mrs=false; a flat
-    section's fields by their recipe keys, e.g. eval_device=cpu)."""
-    from drk.config import expand, merge, parse_sets
-
-    return merge(expand(cls, parse_sets(sets or [], nested=True)), flags)
-
-
 @app.command("sft")
 @user_errors
 @config_options(SFTConfig)
@@ -478,7 +478,7 @@ def sft_cmd(
 
     check_out(Path(overrides["out"]) if "out" in overrides else None)
     check_report_to(overrides.get("report_to"))
-    overrides = _training_overrides(stage.SFTConfig, overrides, sets)
+    overrides = command_overrides(stage.SFTConfig, overrides, sets)
 
     def started(cfg, ck: Optional[Path]) -> None:
         if ck is not None:
@@ -522,7 +522,7 @@ def rl_cmd(
     check_report_to(overrides.get("report_to"))
     if (overrides.get("eval_options") or {}).get("device"):
         check_device(overrides["eval_options"]["device"], "--eval-device")
-    overrides = _training_overrides(stage.RLConfig, overrides, sets)
+    overrides = command_overrides(stage.RLConfig, overrides, sets)
     with StageProgress("rl") as prog:
         def started(cfg, continues: Optional[int]) -> None:
             if continues is not None:

@@ -177,7 +177,6 @@ def load_config(cls: type[T], recipe: str | Path | None = None, overrides: dict 
     return build(cls, merge(expand(cls, data), expand(cls, overrides or {})))
 
 
-
 # ------------------------------------------------------------------------------------ the options' schema
 # A config dataclass is the one declaration of a command's options: each field's name is its recipe key and
 # (dashed) its flag, its type and default are the option's, and its trailing `# comment` is the one-line
@@ -282,10 +281,7 @@ def options(cls: type, prefix: tuple[str, ...] = (), inherited: dict | None = No
                      if v and f.name in v})
         if f.name in inherited.get("hide", ()):
             meta["hidden"] = True
-        tp = hints[f.name]
-        if typing.get_origin(tp) in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            tp = args[0] if len(args) == 1 else tp
+        tp = _without_none(hints[f.name])
         default = (getattr(within, f.name) if within is not None else f.default
                    if f.default is not dataclasses.MISSING else f.default_factory()
                    if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
@@ -325,13 +321,18 @@ def expand(cls: type, data: dict, where: str = "") -> dict:
     return out
 
 
+def _without_none(tp: Any) -> Any:
+    """`X | None` -> X; any other type as it is."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
 def _section_type(cls: type, name: str) -> type | None:
     """The dataclass a field of `cls` holds (a nested section, whose own flat sections `expand` reads
     too: algo.w_c is algo.reward.w_c), else None."""
-    tp = typing.get_type_hints(cls).get(name)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        tp = args[0] if len(args) == 1 else None
+    tp = _without_none(typing.get_type_hints(cls).get(name))
     return tp if tp is not None and dataclasses.is_dataclass(tp) else None
 
 

@@ -188,7 +188,7 @@ def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tok
         active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
         if not active:
             break
-        ecfg.sampling = replace(cfg.sampling, n=1, seed=cfg.seed * 1_000_003 + step * 1009 + t)
+        ecfg.sampling = replace(cfg.sampling, seed=cfg.seed * 1_000_003 + step * 1009 + t)
         new = turn_step(active, engine, env.gym, ecfg)
         if env.turn_reward is not None:
             for turn in new:

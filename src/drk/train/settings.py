@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from drk.config import option
+from drk.config import build, expand, option
 from drk.gym.reward import RewardWeights
 
 AGGREGATIONS = ("turn-sum", "token-mean")
@@ -23,8 +23,8 @@ class AlgoConfig:
     """Every hyperparameter of the RL objective, with the released recipe's values as defaults.
 
     The functions of this module take plain arguments; this dataclass is what the trainer and the recipes
-    hold. ``reward_weights()`` / ``mrs_kwargs()`` / ``prs_kwargs()`` / ``loss_kwargs()`` give the keyword
-    arguments for the matching function, already reflecting the ``use_*`` switches.
+    hold. ``reward_weights()`` gives the reward's weights and ``mrs_kwargs()`` / ``prs_kwargs()`` /
+    ``loss_kwargs()`` the keyword arguments for the matching function, all reflecting the ``use_*`` switches.
     """
 
     # Reward: the evaluator's (drk.gym.reward), its weights nested whole; flat, so they stay algo.w_c,
@@ -86,8 +86,6 @@ class AlgoConfig:
     @classmethod
     def from_dict(cls, d: dict | None) -> "AlgoConfig":
         """From recipe keys (`w_c` or `reward: {w_c: ...}`); an unknown key is a ConfigError (a ValueError)."""
-        from drk.config import build, expand
-
         return build(cls, expand(cls, d or {}))
 
 

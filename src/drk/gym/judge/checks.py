@@ -58,6 +58,9 @@ MODES = [(True, True), (True, False), (False, False), (False, True)]
 EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 CACHE_PROBE_SEED = 7919
 SWAPPED_VALUES = 16  # positions per floating input the second caching call changes
+_rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
+RETURN_INPUTS_MAX_BYTES = 256 * 2**20
+TIMING_SLACK_MS = 0.5
 
 
 def swap_few_values(inputs: list, seed: int) -> bool:
@@ -77,9 +80,6 @@ def swap_few_values(inputs: list, seed: int) -> bool:
             flat[at] = flat[src].clone()
             changed = changed or not torch.equal(before, flat[at])
     return changed
-_rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
-RETURN_INPUTS_MAX_BYTES = 256 * 2**20
-TIMING_SLACK_MS = 0.5
 
 
 def kernel_work(rows: list[dict], names: set[str]) -> tuple[float, int]:
@@ -164,8 +164,8 @@ class TrialChecks:
         drk.gym.common.shm: no CUDA IPC), so nothing it does can reach the judge's tensors. Its outputs come
         back through their slots in that file, each read only when count, shape and dtype are the expected
         ones (anything else is compared as a stand-in of the described shape, without allocating it).
-        Whether it wrote into its inputs: for inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the bytes it gets back; above that the
-        candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
+        Whether it wrote into its inputs: for inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the
+        bytes it gets back; above that the candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
         small = nbytes(inputs) <= RETURN_INPUTS_MAX_BYTES
@@ -542,7 +542,7 @@ class TrialChecks:
         self.timed_work = kernel_work(rows, self.kernel_names)
         self.timed_calls = int(cand.get("calls") or 0) + int(opts.warmup)
         eager, compiled, protocol_ms = self._reference_times()
-        runtime, more = judge_clock_bound(runtime, calls=int(cand.get("calls") or 0) + int(opts.warmup),
+        runtime, more = judge_clock_bound(runtime, calls=self.timed_calls,
                                           wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
                                           protocol_ms=protocol_ms)
         res.flags += flags + more
@@ -597,9 +597,7 @@ class TrialChecks:
     def _time_protocol(self, inputs: list) -> float:
         """Wall ms per call of the timing protocol around a call that does nothing, as the judge's clock
         sees a candidate's timing op: under the device profiler the candidate process starts before the op
-        (its start inside the clock, its stop after the reply). The reference itself is timed without a
-        profiler, as do_bench times it: a profiler adds host work to every launch, which a host-bound
-        reference (a torch.compile'd short kernel) pays in full (docs/measurements/timing-fidelity.md)."""
+        (its start inside the clock, its stop after the reply)."""
         opts = self.opts
         t0 = time.monotonic()
         prof = harness.profiler_factory()()
@@ -612,6 +610,9 @@ class TrialChecks:
         return wall_ms / (int(ms["calls"]) + int(opts.warmup))
 
     def _time_reference(self, inputs: list, mode: str) -> float | None:
+        """The reference's runtime in `mode` (eager | compile), timed without a profiler, as do_bench times
+        it: a profiler adds host work to every launch, which a host-bound reference (a torch.compile'd short
+        kernel) pays in full (docs/measurements/timing-fidelity.md)."""
         model = self.task.model
         fn = model
         if mode == "compile":
@@ -686,14 +687,14 @@ class TrialChecks:
         if rows is None:
             return
         total = sum(float(r.get("ms", 0.0)) for r in rows)
-        ours = sum(float(r.get("ms", 0.0)) for r in rows if r.get("name") in triton)
-        self.res.coverage = ours / total if total > 0 else None
+        ours = kernel_work(rows, triton)
+        self.res.coverage = ours[0] / total if total > 0 else None
         self.res.kernels = [{"name": str(r.get("name"))[:120], "ms": round(float(r.get("ms", 0.0)), 4),
                              "calls": int(r.get("calls", 1)),
                              "share": round(float(r.get("ms", 0.0)) / total, 4) if total else None,
                              "triton": r.get("name") in triton} for r in rows[:10]]
         self.res.phase_seconds["profile"] = time.monotonic() - t0
-        problem = timed_work_problem(kernel_work(rows, triton), self.timed_work, self.timed_calls)
+        problem = timed_work_problem(ours, self.timed_work, self.timed_calls)
         if problem:
             self.res.verdict, self.res.correct = T.HACKED, False
             self.res.flags.append(T.TIMED_WORK_SKIPPED)

@@ -62,8 +62,7 @@ class Runner:
         self.module_name = None
         self.module_file = None
         self.count = 0
-        self._keep = False  # set by an op whose device activity the judge reads next (`op_rows`)
-        self._kept_profile = None  # that op's stopped profiler
+        self._kept_profile = None  # the stopped profiler of the last time or profile op, for `op_rows`
 
     # ---- setup -------------------------------------------------------------------------------------
     def _warm_triton(self) -> None:
@@ -138,7 +137,6 @@ class Runner:
         The time and profile ops keep their stopped profiler for `op_rows`."""
         if not self.cuda:
             return handler(header, payload)
-        self._keep = False
         prof = self.start_profiler()
         try:
             handler(header, payload)
@@ -148,7 +146,7 @@ class Runner:
             except Exception:  # noqa: BLE001  (candidate code stopped or replaced the profiler)
                 self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
                 prof = None
-        if self._keep:  # a time or profile op: its device activity is read by the next op, `rows`
+        if header.get("op") in ROWS_READ_AFTER:  # it succeeded: its device activity is read next (`op_rows`)
             self._kept_profile = prof if prof is not None else "stopped"
 
     # ---- ops ---------------------------------------------------------------------------------------
@@ -295,7 +293,6 @@ class Runner:
             ms = self.harness.time_calls(call, self.device, warmup=h["warmup"], trials=h["trials"],
                                          l2_flush=h["l2_flush"], n_inputs=len(sets),
                                          perturb=self.harness.floating_tensors(sets))
-        self._keep = True
         self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
 
     def op_profile(self, h: dict, payload) -> None:
@@ -311,7 +308,6 @@ class Runner:
             self.recorder.reset()
             self.harness.plain_outputs(model(*inputs))
         self.harness.sync(self.device)
-        self._keep = True
         self.reply({"op": "profile", "ok": True, "triton": self.recorder.names()})
 
     def op_rows(self, h: dict, payload) -> None:
@@ -334,6 +330,7 @@ class Runner:
         self.reply({"op": "memory", "ok": True, "peak_bytes": peak})
 
 
+ROWS_READ_AFTER = ("time", "profile")  # ops whose device activity the judge reads with the next op, `rows`
 SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory file in a pickled input list
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 
