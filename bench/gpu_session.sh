@@ -71,11 +71,12 @@ timing)
   ;;
 learn)
   SEED=${SEED:-0}; R=$OUT/learn-s$SEED; D="python3 -m drk"
-  HO="--tasks data/synth/held_out.jsonl --samples 2 --turns 1 --temperature 0.8 --max-tokens 700 --device cuda --workers 8"
-  echo "== collect ($SECONDS s)"; timeout $(left 150) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
-  echo "== sft ($SECONDS s)"; timeout $(left 300) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
-  echo "== held-out before RL ($SECONDS s)"; timeout $(left 360) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
-  echo "== rl ($SECONDS s)"; timeout $(left 520) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED 2>&1 | tail -6
+  HO="--tasks data/synth/held_out.jsonl --samples 2 --turns 1 --temperature 0.8 --max-tokens 700 --device cuda --workers 12 --no-compile-baseline"
+  echo "== collect ($SECONDS s)"; timeout $(left 130) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
+  echo "== sft ($SECONDS s)"; timeout $(left 250) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
+  echo "== held-out before RL ($SECONDS s)"; timeout $(left 320) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
+  echo "== rl ($SECONDS s)"; timeout $(left 500) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED \
+    --set time_limit_s=$(( $(left 500) - 30 )) 2>&1 | tail -6
   echo "== held-out after RL ($SECONDS s)"; timeout $(left) $D eval --model $R/rl/final $HO --out $R/heldout-rl 2>&1 | tail -6
   python3 bench/learning_gpu_report.py $R --out $OUT/learning-gpu-s$SEED
   find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null  # weights do not come back

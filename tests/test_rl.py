@@ -40,6 +40,22 @@ def test_policy_learns_the_toy_reward(tmp_path):
     assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.3, rewards
 
 
+def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch):
+    # a clock that advances 5 s per reading (the start; per step its start, its end and the check): after step 1
+    # the check sees 15 s + the slowest step's 5 s = 20 s <= 25 s, after step 2 it sees 30 s + 5 s > 25 s, so
+    # the run stops after step 2 of 6, complete: checkpoint, final weights and the reason on disk
+    ticks = iter(range(0, 10_000, 5))
+    monkeypatch.setattr(rl, "_clock", lambda: float(next(ticks)))
+    cfg = load_config(RLConfig, None, {**TOY, "steps": 6, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path),
+                                       "checkpoint_every": 100, "log_rollouts": False, "time_limit_s": 25})
+    last = train(cfg, env=toy_env())
+    steps = [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2] and last["stopped"] == "time_limit"
+    assert (tmp_path / "final" / "model.safetensors").exists()
+    assert (tmp_path / "checkpoints" / "step_00002").exists()
+    assert json.loads((tmp_path / "stopped.json").read_text())["step"] == 2
+
+
 def _weights(path: Path) -> dict:
     from safetensors.torch import load_file
 

@@ -541,6 +541,9 @@ def rl_cmd(
     if m:
         typer.echo(f"step {m['step']}: reward {m['reward_mean']:.3f}, correct {m['correct']:.2f}, "
                    f"loss {m['loss']:.4f}; run in {cfg.out}")
+        if m.get("stopped") == "time_limit":
+            typer.echo(f"stopped after step {m['step']} of {cfg.steps}: another step would end past time_limit_s "
+                       f"{cfg.time_limit_s:g}; final/ holds this step's weights", err=True)
 
 
 tasks_app = typer.Typer(no_args_is_help=True, help="Task sets the project makes itself.")

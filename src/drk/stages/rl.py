@@ -400,6 +400,18 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
     return stats
 
 
+_clock = time.monotonic  # the time limit's clock (a test replaces it)
+
+
+def _out_of_time(limit_s: float | None, began: float, slowest: float, accelerator) -> bool:
+    """Would one more step, as slow as the slowest so far, end past `limit_s`? Every rank stops together: one
+    that stopped alone would leave its peers waiting in the next collective."""
+    if limit_s is None:
+        return False
+    late = float(_clock() - began + slowest > limit_s)
+    return (_sum_across(accelerator, late) if accelerator.num_processes > 1 else late) > 0
+
+
 def _sum_across(accelerator, value: float) -> float:
     if accelerator.num_processes == 1:
         return value
@@ -550,9 +562,11 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                                                     if isinstance(v, (int, float, str, bool))})
     tb = _tensorboard(out) if accelerator.is_main_process and not trackers else None
     metrics: dict = {}
+    began, slowest, last = _clock(), 0.0, cfg.steps
     try:
         with JsonlWriter(out / "metrics.jsonl") as mlog:
             for step in range(start + 1, cfg.steps + 1):
+                step_began = _clock()
                 t0 = time.perf_counter()
                 idx = sampler.take(cfg.prompts_per_step)
                 mine = [tasks[i] for k, i in enumerate(idx) if k % world == rank]
@@ -601,11 +615,18 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                         for k, v in metrics.items():
                             if isinstance(v, (int, float)) and v is not None and math.isfinite(v):
                                 tb.add_scalar(k, v, step)
-                if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                slowest = max(slowest, _clock() - step_began)
+                if step < cfg.steps and _out_of_time(cfg.time_limit_s, began, slowest, accelerator):
+                    last = step
+                    metrics["stopped"] = "time_limit"
+                if step % cfg.checkpoint_every == 0 or step == last:
                     save_checkpoint(out, step, accelerator, model, tok, sampler, cfg)
-                if stop_after is not None and step >= stop_after:
+                if step == last or (stop_after is not None and step >= stop_after):
                     break
-        if accelerator.is_main_process and metrics.get("step") == cfg.steps:
+        if metrics.get("stopped") and accelerator.is_main_process:
+            write_json(out / "stopped.json", {"reason": "time_limit", "step": last, "steps": cfg.steps,
+                                              "time_limit_s": cfg.time_limit_s})
+        if accelerator.is_main_process and metrics.get("step") == last:
             accelerator.unwrap_model(model).save_pretrained(out / "final")
             tok.save_pretrained(out / "final")
         # ranks leave together: one that exits while a peer is still in the last collective can abort the peer
