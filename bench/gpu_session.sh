@@ -70,16 +70,24 @@ timing)
     --only "${PAIRS:-}" ${PROFILED:+--profiled} 2>&1 | tail -70
   ;;
 learn)
-  SEED=${SEED:-0}; R=$OUT/learn-s$SEED; D="python3 -m drk"
+  SEED=${SEED:-0}; R=/tmp/learn-s$SEED; D="python3 -m drk"  # $OUT takes 8 files: the run comes back as one archive
   HO="--tasks data/synth/held_out.jsonl --samples 2 --turns 1 --temperature 0.8 --max-tokens 700 --device cuda --workers 12 --no-compile-baseline"
+  echo "== graph decoder vs eager ($SECONDS s)"
+  timeout 60 python3 -m pytest -q -m gpu tests/test_decode_gpu.py > /tmp/decode_gpu.log 2>&1; rc=$?; tail -4 /tmp/decode_gpu.log
+  if [ $rc != 0 ]; then
+    export DRK_DECODE=dynamic; echo "graph decoding disagrees with eager: this run samples with DRK_DECODE=dynamic"
+  fi
   echo "== collect ($SECONDS s)"; timeout $(left 130) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
   echo "== sft ($SECONDS s)"; timeout $(left 250) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
+  echo "== decoders on the SFT policy ($SECONDS s)"; timeout 60 python3 bench/decode_check.py $R/sft \
+    $R/collect/trajectories.jsonl --n 3 2>&1 | cut -c1-600
   echo "== held-out before RL ($SECONDS s)"; timeout $(left 320) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
   echo "== rl ($SECONDS s)"; timeout $(left 500) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED \
     --set time_limit_s=$(( $(left 500) - 30 )) 2>&1 | tail -6
   echo "== held-out after RL ($SECONDS s)"; timeout $(left) $D eval --model $R/rl/final $HO --out $R/heldout-rl 2>&1 | tail -6
   python3 bench/learning_gpu_report.py $R --out $OUT/learning-gpu-s$SEED
-  find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null  # weights do not come back
+  tar czf $OUT/learn-s$SEED.tgz -C /tmp --exclude="*.safetensors" --exclude="*.bin" --exclude="*.pt" \
+    --exclude=checkpoints --exclude=final --exclude="eval_cache.sqlite" --exclude=tensorboard learn-s$SEED
   ;;
 rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
   R=$OUT/rvt; D="python3 -m drk"
