@@ -10,6 +10,22 @@ import argparse
 import json
 
 
+def _greedy_without_cache(model, tok, conv, n: int) -> str:
+    """The reference the decoders must match: every token from a full forward over everything so far."""
+    import torch
+
+    ids = tok.apply_chat_template(conv, add_generation_prompt=True, tokenize=True, return_dict=False)
+    ids = torch.tensor([list(ids)], device=model.device)
+    start = ids.shape[1]
+    with torch.no_grad():
+        for _ in range(n):
+            nxt = model(input_ids=ids).logits[0, -1].argmax()
+            ids = torch.cat([ids, nxt.view(1, 1)], 1)
+            if int(nxt) == tok.convert_tokens_to_ids("<|im_end|>"):
+                break
+    return tok.decode(ids[0, start:], skip_special_tokens=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -39,12 +55,14 @@ def main() -> None:
     params = SamplingParams(temperature=0.0, max_new_tokens=a.max_new_tokens)
     texts = {mode: [g[0].text for g in HFEngine(model, tok, decode=mode).generate(convs, params)]
              for mode in ("dynamic", fast)}
+    texts["no cache"] = [_greedy_without_cache(model, tok, conv, min(200, a.max_new_tokens)) for conv in convs]
     for i, (d, g) in enumerate(zip(texts["dynamic"], texts[fast])):
         part = next((k for k, (x, y) in enumerate(zip(d, g)) if x != y), min(len(d), len(g)))
         print(f"prompt {i}: {len(d)} / {len(g)} chars, equal up to {part}; "
               f"code block closed: {d.count('```') >= 2} / {g.count('```') >= 2}")
         print("  dynamic:", repr(d[:400]))
         print(f"  {fast}:".ljust(10), repr(g[:400]))
+        print("  no cache:", repr(texts["no cache"][i][:400]))
 
 
 if __name__ == "__main__":

@@ -77,13 +77,13 @@ learn)
   if [ $rc != 0 ]; then
     export DRK_DECODE=dynamic; echo "graph decoding disagrees with eager: this run samples with DRK_DECODE=dynamic"
   fi
-  echo "== collect ($SECONDS s)"; timeout $(left 130) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
-  echo "== sft ($SECONDS s)"; timeout $(left 250) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
-  echo "== decoders on the SFT policy ($SECONDS s)"; timeout 60 python3 bench/decode_check.py $R/sft \
+  echo "== collect ($SECONDS s)"; timeout $(left 190) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
+  echo "== sft ($SECONDS s)"; timeout $(left 270) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
+  echo "== decoders on the SFT policy ($SECONDS s)"; timeout $(left 330) python3 bench/decode_check.py $R/sft \
     $R/collect/trajectories.jsonl --n 3 2>&1 | cut -c1-600
-  echo "== held-out before RL ($SECONDS s)"; timeout $(left 320) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
-  echo "== rl ($SECONDS s)"; timeout $(left 500) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED \
-    --set time_limit_s=$(( $(left 500) - 30 )) 2>&1 | tail -6
+  echo "== held-out before RL ($SECONDS s)"; timeout $(left 390) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
+  echo "== rl ($SECONDS s)"; timeout $(left 510) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED \
+    --set time_limit_s=$(( $(left 510) - 30 )) 2>&1 | tail -6
   echo "== held-out after RL ($SECONDS s)"; timeout $(left) $D eval --model $R/rl/final $HO --out $R/heldout-rl 2>&1 | tail -6
   python3 bench/learning_gpu_report.py $R --out $OUT/learning-gpu-s$SEED
   tar czf $OUT/learn-s$SEED.tgz -C /tmp --exclude="*.safetensors" --exclude="*.bin" --exclude="*.pt" \

@@ -32,13 +32,17 @@ def test_graph_decoder_gives_the_eager_decoders_logits():
     with torch.no_grad():
         for lengths in ((180, 150, 200), (90, 240, 60)):  # the second call replays the first call's graph
             prompts = [torch.randint(10, vocab, (n,), generator=g).tolist() for n in lengths]
-            forced = torch.randint(10, vocab, (3, 300), generator=g).cuda()
+            forced = torch.randint(10, vocab, (3, 200), generator=g).cuda()
             want = _forced_logits(DynamicDecoder(model, tok.pad_token_id), prompts, forced)
             got = _forced_logits(graph, prompts, forced)
             assert graph.graph is not None
             diff = (want - got).abs().amax(-1)  # [rows, steps]
-            agree = (want.argmax(-1) == got.argmax(-1)).float().mean().item()
             # bf16 rounding moves logits by a few hundredths; a wrong position or cache slot moves them by the
-            # logits' own spread (about 0.5 for this random model) and flips most argmaxes
+            # logits' own spread (about 0.5 for this random model)
             assert diff.max().item() < 0.15, (lengths, diff.max(-1).values.tolist())
-            assert agree > 0.97, (lengths, agree)
+            # the argmax must agree wherever it is decided by more than rounding (a random model's top two
+            # logits are often closer than that, and then either choice is right)
+            top2 = want.topk(2, -1).values
+            decided = (top2[..., 0] - top2[..., 1]) > 0.1
+            agree = (want.argmax(-1) == got.argmax(-1))[decided].float().mean().item()
+            assert decided.sum() > 100 and agree > 0.99, (lengths, int(decided.sum()), agree)
