@@ -41,19 +41,25 @@ def test_policy_learns_the_toy_reward(tmp_path):
 
 
 def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch):
-    # a clock that advances 5 s per reading (the start; per step its start, its end and the check): after step 1
-    # the check sees 15 s + the slowest step's 5 s = 20 s <= 25 s, after step 2 it sees 30 s + 5 s > 25 s, so
-    # the run stops after step 2 of 6, complete: checkpoint, final weights and the reason on disk
-    ticks = iter(range(0, 10_000, 5))
-    monkeypatch.setattr(rl, "_clock", lambda: float(next(ticks)))
-    cfg = load_config(RLConfig, None, {**TOY, "steps": 6, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path),
-                                       "checkpoint_every": 100, "log_rollouts": False, "time_limit_s": 25})
+    # readings of the clock: the start, then per step its start, its end and the check. Step 1 takes 30 s (the
+    # evaluation workers' start), the others 5 s, and the check comes 1 s after a step ends. After step 1 its
+    # own 30 s judge (31 + 30 <= 70); after that the later steps' 5 s do, until step 7's check (67 s + 5 s > 70)
+    # ends the run there, complete: checkpoint, final weights and the reason on disk. Had step 1 kept judging,
+    # the run would have stopped after step 2 (37 + 30 > 70).
+    readings = [0.0]
+    for k in range(10):
+        t = readings[-1]
+        readings += [t, t + (30 if k == 0 else 5), t + (31 if k == 0 else 6)]
+    ticks = iter(readings)
+    monkeypatch.setattr(rl, "_clock", lambda: next(ticks))
+    cfg = load_config(RLConfig, None, {**TOY, "steps": 10, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path),
+                                       "checkpoint_every": 100, "log_rollouts": False, "time_limit_s": 70})
     last = train(cfg, env=toy_env())
     steps = [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert steps == [1, 2] and last["stopped"] == "time_limit"
+    assert steps == list(range(1, 8)) and last["stopped"] == "time_limit"
     assert (tmp_path / "final" / "model.safetensors").exists()
-    assert (tmp_path / "checkpoints" / "step_00002").exists()
-    assert json.loads((tmp_path / "stopped.json").read_text())["step"] == 2
+    assert (tmp_path / "checkpoints" / "step_00007").exists()
+    assert json.loads((tmp_path / "stopped.json").read_text())["step"] == 7
 
 
 def _weights(path: Path) -> dict:

@@ -403,12 +403,15 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
 _clock = time.monotonic  # the time limit's clock (a test replaces it)
 
 
-def _out_of_time(limit_s: float | None, began: float, slowest: float, accelerator) -> bool:
-    """Would one more step, as slow as the slowest so far, end past `limit_s`? Every rank stops together: one
-    that stopped alone would leave its peers waiting in the next collective."""
+def _out_of_time(limit_s: float | None, began: float, durations: list[float], accelerator) -> bool:
+    """Would one more step, as slow as the slowest of the last three after the first, end past `limit_s`?
+    The first step counts only until there is another: it also starts the evaluation workers and compiles,
+    several times a later step. Every rank stops together: one that stopped alone would leave its peers
+    waiting in the next collective."""
     if limit_s is None:
         return False
-    late = float(_clock() - began + slowest > limit_s)
+    step_s = max(durations[1:][-3:] or durations)
+    late = float(_clock() - began + step_s > limit_s)
     return (_sum_across(accelerator, late) if accelerator.num_processes > 1 else late) > 0
 
 
@@ -562,7 +565,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                                                     if isinstance(v, (int, float, str, bool))})
     tb = _tensorboard(out) if accelerator.is_main_process and not trackers else None
     metrics: dict = {}
-    began, slowest, last = _clock(), 0.0, cfg.steps
+    began, durations, last = _clock(), [], cfg.steps
     try:
         with JsonlWriter(out / "metrics.jsonl") as mlog:
             for step in range(start + 1, cfg.steps + 1):
@@ -615,8 +618,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                         for k, v in metrics.items():
                             if isinstance(v, (int, float)) and v is not None and math.isfinite(v):
                                 tb.add_scalar(k, v, step)
-                slowest = max(slowest, _clock() - step_began)
-                if step < cfg.steps and _out_of_time(cfg.time_limit_s, began, slowest, accelerator):
+                durations.append(_clock() - step_began)
+                if step < cfg.steps and _out_of_time(cfg.time_limit_s, began, durations, accelerator):
                     last = step
                     metrics["stopped"] = "time_limit"
                 if step % cfg.checkpoint_every == 0 or step == last:

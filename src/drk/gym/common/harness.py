@@ -95,9 +95,18 @@ def forward_mode(model: torch.nn.Module, train: bool, grad: bool):
         yield
 
 
-class SubclassOutput(TypeError):
+class Refused(Exception):
+    """A forward broke the calling convention in a way only a hack needs: the verdict is `hacked`."""
+
+
+class SubclassOutput(Refused, TypeError):
     """A forward returned a tensor subclass: its methods run the subclass's own code whenever anyone touches
     the output (a detach, a copy), so work can be deferred past the timer or an answer swapped in late."""
+
+
+class StreamChanged(Refused):
+    """A forward left another stream current: the caller's next reads would be ordered after work the caller
+    never asked to wait for (how a race with an unjoined side stream would hide from the stream-ordered read)."""
 
 
 PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
@@ -116,15 +125,31 @@ def plain_outputs(out: Any) -> list[torch.Tensor]:
 
 def forward(model: torch.nn.Module, inputs: list, *, train: bool = True, grad: bool = True,
             plain: bool = False) -> list[torch.Tensor]:
-    """`plain`: the candidate's forward, whose outputs must be plain tensors (`plain_outputs`)."""
+    """`plain`: the candidate's forward, whose outputs must be plain tensors (`plain_outputs`) and which must
+    leave the caller's current stream current."""
+    stream = _current_stream_handle() if plain else None
     with forward_mode(model, train, grad):
         out = model(*inputs)
+    if stream is not None and _current_stream_handle() != stream:
+        raise StreamChanged("forward left another CUDA stream current; restore the caller's stream (and make it "
+                            "wait for any side stream) before returning")
     return [t.detach() for t in (plain_outputs(out) if plain else flatten_outputs(out))]
+
+
+def _current_stream_handle() -> int | None:
+    """The current device's current stream (None before CUDA is initialised: no stream to leave)."""
+    return torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else None
 
 
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
+
+
+def stream_sync(device: str) -> None:
+    """Wait for the caller's stream only: what a caller of the module may read next, and no more."""
+    if device.startswith("cuda"):
+        torch.cuda.current_stream(device).synchronize()
 
 
 PERTURB = 1.0 + 2.0 ** -10

@@ -124,7 +124,7 @@ class Runner:
             try:
                 self.run_op(handler, header, payload)
             except Exception as e:  # a harness-level failure: report, keep serving
-                if isinstance(e, self.harness.SubclassOutput):
+                if isinstance(e, self.harness.Refused):
                     self.reply({"op": op, "ok": False, "kind": "hacked", "error": str(e)})
                 else:
                     self.reply({"op": op, "ok": False, "kind": "runtime_error",
@@ -231,7 +231,10 @@ class Runner:
         try:
             outs = self.harness.forward(self.model, inputs, train=h.get("train", True), grad=h.get("grad", True),
                                         plain=True)
-            self.harness.sync(self.device)
+            # The outputs are read (below, each copy ordered on the caller's stream) as the module's caller would
+            # read them: work left on a stream the caller's stream never waited for is not in them (the poisoned
+            # allocation shows instead), so an unjoined side stream is a race judged `incorrect`, not a result
+            self.harness.stream_sync(self.device)
         except BaseException as e:  # noqa: BLE001
             self.poison, self.recorder.skip = False, False
             return self._fail_forward(e)
@@ -248,7 +251,10 @@ class Runner:
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
         changed = digest is not None and self.compare.fingerprint(inputs) != digest
         written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
-        self.harness.sync(self.device)
+        try:
+            self.harness.sync(self.device)  # the rest of the device's work: its errors are this forward's
+        except BaseException as e:  # noqa: BLE001
+            return self._fail_forward(e)
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
                     "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written}, frames)
@@ -264,7 +270,7 @@ class Runner:
     def _fail_forward(self, e: BaseException) -> None:
         kind = "runtime_error"
         name = type(e).__name__
-        if isinstance(e, self.harness.SubclassOutput):
+        if isinstance(e, self.harness.Refused):
             kind = "hacked"
         elif isinstance(e, PermissionError) and str(e).startswith("sandbox:"):
             kind = "forbidden"
