@@ -18,17 +18,22 @@ from drk.stages.eval import EvalConfig
 from drk.stages.infer import InferConfig
 from drk.stages.rl_config import RLConfig
 from drk.stages.sft import SFTConfig
+from drk.gym.transport.serve_config import ServeConfig
+from drk.tasks.synth import SynthConfig
 from newcomer_helpers import QUERIES
 
 runner = CliRunner()
-CONFIGS = {"eval": EvalConfig, "collect": CollectConfig, "infer": InferConfig, "sft": SFTConfig, "rl": RLConfig}
+CONFIGS = {"eval": EvalConfig, "collect": CollectConfig, "infer": InferConfig, "sft": SFTConfig, "rl": RLConfig,
+           "gym serve": ServeConfig, "tasks synth": SynthConfig}
+RECIPE_COMMAND = {"serve": "gym serve"}  # a recipe's stem -> the command it is for (default: the stem)
+NO_OUT = ("gym serve",)  # commands without --out
 TASK = str(QUERIES / "001_scaled_tanh_bias.py")
 FIRST = {"infer": [TASK]}  # a command's positional arguments
 
 
 def _help_text(cmd: str) -> str:
     """`drk CMD --help` as one line of words: the table's borders and line breaks removed."""
-    res = runner.invoke(app, [cmd, "--help"], terminal_width=400, env={"COLUMNS": "400"})
+    res = runner.invoke(app, [*cmd.split(), "--help"], terminal_width=400, env={"COLUMNS": "400"})
     assert res.exit_code == 0, res.output
     return " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
 
@@ -100,7 +105,8 @@ def test_flag_wins_over_set_over_recipe_over_default(tmp_path, monkeypatch, cmd,
 @pytest.mark.parametrize("cmd, given, closest", [
     ("sft", "lr_schedular", "lr_scheduler"), ("sft", "batchsize", "batch_size"), ("rl", "prompts_per_stp", "prompts_per_step"),
     ("rl", "algo.prs_taux", "prs_tau"), ("eval", "trails", "trials"), ("collect", "turnz", "turns"),
-    ("infer", "iteratons", "iterations"),
+    ("infer", "iteratons", "iterations"), ("gym serve", "max_trails", "max_trials"),
+    ("tasks synth", "per_compositon", "per_composition"),
 ])
 @pytest.mark.parametrize("how", ["recipe", "set"])
 def test_an_unknown_key_is_one_line_naming_it_and_the_closest_valid_one(tmp_path, cmd, given, closest, how):
@@ -108,7 +114,8 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_closest_valid_one(tmp_path
     recipe = tmp_path / "r.yaml"
     recipe.write_text("".join(f"{'  ' * i}{p}:\n" for i, p in enumerate(parents)) + f"{'  ' * len(parents)}{last}: 1\n")
     args = ["-c", str(recipe)] if how == "recipe" else ["--set", f"{given}=1"]
-    res = runner.invoke(app, [cmd, *FIRST.get(cmd, []), *args, "--out", str(tmp_path / "o")])
+    out = [] if cmd in NO_OUT else ["--out", str(tmp_path / "o")]
+    res = runner.invoke(app, [*cmd.split(), *FIRST.get(cmd, []), *args, *out])
     assert res.exit_code == 2, res.output
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("drk: error:") and "Traceback" not in res.output, res.output
@@ -123,8 +130,8 @@ def test_every_recipe_in_the_repository_loads_into_its_stage_config():
     assert len(recipes) >= 10
     for recipe in recipes:
         required = {"collect": {"out": "o"}, "infer": {"out": "o", "task_file": TASK}}.get(recipe.stem, {})
-        cfg = config_from(CONFIGS[recipe.stem], recipe, [], required)
-        assert isinstance(cfg, CONFIGS[recipe.stem]), recipe
+        cls = CONFIGS[RECIPE_COMMAND.get(recipe.stem, recipe.stem)]
+        assert isinstance(config_from(cls, recipe, [], required), cls), recipe
 
 
 def test_rl_nests_the_samplers_and_the_evaluators_options_whole(tmp_path):

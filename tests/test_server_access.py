@@ -110,7 +110,7 @@ def test_http_gym_sends_the_token_from_drk_gym_token(monkeypatch):
 
 def test_oversized_body_gets_413_before_it_is_read_whole():
     big = kg_body("big", kernel="#" * 200_000)
-    with running_server(make_app(Recorder(), limits=Limits(max_body_bytes=64 * 1024))) as url:
+    with running_server(make_app(Recorder(), limits=Limits(max_body_mb=1 / 16))) as url:
         assert httpx.post(f"{url}/evaluate", json=big).status_code == 413
 
         def chunks():  # no Content-Length: the limit applies as the chunks arrive

@@ -28,6 +28,8 @@ from drk.stages.eval import EvalConfig
 from drk.stages.infer import InferConfig
 from drk.stages.rl_config import RLConfig
 from drk.stages.sft import SFTConfig
+from drk.gym.transport.serve_config import ServeConfig
+from drk.tasks.synth import SynthConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -44,6 +46,8 @@ P_OUT = "Output (e.g. --out runs/l1; rerun the same command to resume)"
 P_TRAIN = "Training (e.g. --lr 1e-6 --seed 0 --report-to tensorboard)"
 # the names a config field's option(panel=...) gives (drk.config.option)
 PANELS = {"in": P_IN, "model": P_MODEL, "eval": P_EVAL, "out": P_OUT, "train": P_TRAIN,
+          "access": "Access (e.g. --host 0.0.0.0 --allow 10.0.0.0/8 --token-env DRK_GYM_TOKEN)",
+          "limits": "Request limits (e.g. --max-trials 20 --max-queue 4096)",
           "algo": "RL objective (e.g. --no-algo.use-mrs --algo.prs-tau 0.3)",
           "selection": "Turn selection and loss scaling (e.g. --turn-selection.flat-groups none)"}
 
@@ -180,7 +184,8 @@ def config_options(cls, panel: str = "train"):
             return fn(*args, overrides=nest(given), **kwargs)
 
         # --help shows the panels in the order of their first option: inputs, model, evaluation, training, output
-        order = [P_IN, P_MODEL, P_EVAL, P_TRAIN, PANELS["algo"], PANELS["selection"], P_OUT]
+        order = [P_IN, P_MODEL, P_EVAL, P_TRAIN, PANELS["algo"], PANELS["selection"], PANELS["access"], PANELS["limits"],
+             P_OUT]
         ranked = sorted(own + params, key=lambda p: order.index(getattr(p.default, "rich_help_panel", None))
                         if getattr(p.default, "rich_help_panel", None) in order else -1)
         command.__signature__ = sig.replace(parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ranked])
@@ -552,11 +557,12 @@ app.add_typer(tasks_app, name="tasks")
 
 @tasks_app.command("synth")
 @user_errors
+@config_options(SynthConfig, panel="in")
 def tasks_synth(
-    out: Path = typer.Option(..., "--out", rich_help_panel=P_OUT, help="Folder for held_in/, held_out/ and manifest.json."),
-    seed: int = typer.Option(0, "--seed", rich_help_panel=P_IN, help="Seed of the held-in/held-out split and of the shapes."),
-    per_composition: int = typer.Option(2, "--per-composition", min=1, rich_help_panel=P_IN, help="Tasks (shape/dtype instances) per op+kind composition."),
+    config: Optional[Path] = recipe_option("my-synth.yaml"),
+    sets: Optional[list[str]] = set_option(),
     overwrite: bool = overwrite_option(),
+    *, overrides: dict,
 ) -> None:
     """Write the synthetic task family (elementwise op + row pattern, small shapes, float32/float16) as
     KernelBench-format files, split into held-in and held-out by composition.
@@ -570,8 +576,10 @@ def tasks_synth(
     """
     from drk.tasks.synth import SynthError, write_tasks
 
+    cfg = config_from(SynthConfig, config, sets, overrides)
+    out = cfg.out
     try:
-        m = write_tasks(out, seed=seed, per_composition=per_composition, overwrite=overwrite)
+        m = write_tasks(out, seed=cfg.seed, per_composition=cfg.per_composition, overwrite=overwrite)
     except SynthError as e:
         raise ConfigError(str(e)) from None
     typer.echo(f"wrote {m['held_in']['tasks']} held-in tasks ({len(m['held_in']['compositions'])} compositions) "
@@ -603,27 +611,11 @@ def _needs_serve_extra(fn):
 @gym_app.command("serve")
 @_needs_serve_extra
 @user_errors
+@config_options(ServeConfig, panel="eval")
 def gym_serve(
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(10907, "--port"),
-    backend: str = typer.Option("local", "--backend", help="local (warm workers here) or ray / ray://HOST:PORT."),
-    device: str = typer.Option("auto", "--device", help="cuda or cpu (Triton interpreter, scaled shapes)."),
-    workers: Optional[int] = typer.Option(None, "--workers"),
-    eval_cache: Optional[Path] = typer.Option(None, "--eval-cache", help=CACHE_HELP),
-    timeout: float = typer.Option(300.0, "--timeout", help="Default seconds per evaluation."),
-    input_budget_mb: Optional[float] = typer.Option(None, "--input-budget-mb"),
-    allow: Optional[str] = typer.Option(None, "--allow", help="Client addresses admitted without a token: "
-                                        "CIDR[,CIDR...]. A non-loopback --host needs this and/or --token-env."),
-    token_env: Optional[str] = typer.Option(None, "--token-env", help="Name of the environment variable holding "
-                                            "the bearer token clients must send (drk clients: DRK_GYM_TOKEN)."),
-    max_timeout: float = typer.Option(900.0, "--max-timeout", help="Most seconds a request may ask for."),
-    max_trials: int = typer.Option(20, "--max-trials", help="Most correctness trials a request may ask for."),
-    max_timing_trials: int = typer.Option(1000, "--max-timing-trials", help="Most timed calls a request may ask for."),
-    max_input_mb: Optional[float] = typer.Option(None, "--max-input-mb", help="Cap on a request's input budget."),
-    max_source_kb: int = typer.Option(200, "--max-source-kb", help="Largest reference or candidate source."),
-    max_body_mb: float = typer.Option(4.0, "--max-body-mb", help="Largest request body (413 above)."),
-    max_inflight_per_client: int = typer.Option(256, "--max-inflight-per-client", help="429 above."),
-    max_queue: int = typer.Option(4096, "--max-queue", help="Unfinished jobs in all (503 above)."),
+    config: Optional[Path] = recipe_option("recipes/serve.yaml"),
+    sets: Optional[list[str]] = set_option(),
+    *, overrides: dict,
 ) -> None:
     """Serve the evaluator over HTTP (FastAPI + uvicorn; pip install 'drk\\[serve]').
 
@@ -640,32 +632,30 @@ def gym_serve(
     import os
 
     from drk.gym.transport.access import AccessPolicy, bind_problem, parse_allow
-    from drk.gym.transport.limits import Limits
 
     try:
         from drk.gym.transport.server import serve
     except ImportError:
         raise ConfigError("drk gym serve needs fastapi and uvicorn: pip install 'drk[serve]'") from None
+    cfg = config_from(ServeConfig, config, sets, overrides)
     try:
-        nets = parse_allow(allow)
+        nets = parse_allow(cfg.allow)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    token = os.environ.get(token_env) if token_env else None
-    if token_env and not token:
-        raise ConfigError(f"--token-env {token_env}: that environment variable is not set or empty")
-    problem = bind_problem(host, nets, token)
+    token = os.environ.get(cfg.token_env) if cfg.token_env else None
+    if cfg.token_env and not token:
+        raise ConfigError(f"--token-env {cfg.token_env}: that environment variable is not set or empty")
+    problem = bind_problem(cfg.host, nets, token)
     if problem:  # before any worker starts: nothing is exposed
         raise ConfigError(problem)
-    limits = Limits(max_timeout_s=max_timeout, max_trials=max_trials, max_timing_trials=max_timing_trials,
-                    max_input_mb=max_input_mb, max_source_chars=max_source_kb * 1024,
-                    max_body_bytes=int(max_body_mb * 2**20), max_inflight_per_client=max_inflight_per_client,
-                    max_queue=max_queue)
-    defaults = eval_options(device, min(timeout, max_timeout), input_budget_mb)
-    with open_gym(GymOptions(backend, workers, eval_cache), device) as gym:
+    limits = cfg.limits
+    defaults = eval_options(cfg.device, min(cfg.timeout_s, limits.max_timeout_s), cfg.input_budget_mb)
+    cache = Path(cfg.eval_cache) if cfg.eval_cache else None
+    with open_gym(GymOptions(cfg.backend, cfg.workers, cache), cfg.device) as gym:
         defaults.device = gym.device
-        typer.echo(f"drk gym serving on http://{host}:{port} ({gym.device}, {getattr(gym, 'workers', '?')} workers)",
-                   err=True)
-        serve(gym, host, port, defaults, limits, AccessPolicy(nets, token))
+        typer.echo(f"drk gym serving on http://{cfg.host}:{cfg.port} ({gym.device}, "
+                   f"{getattr(gym, 'workers', '?')} workers)", err=True)
+        serve(gym, cfg.host, cfg.port, defaults, limits, AccessPolicy(nets, token))
 
 
 def main() -> None:  # pragma: no cover

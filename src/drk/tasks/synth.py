@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass
 from pathlib import Path
+
+from drk.config import option
 
 # op name -> (PyTorch expression, Triton expression), both over a float tensor `x`. The ops stay bounded
 # for the evaluator's wide-input probe in float16 (no exp of the input, no large powers).
@@ -165,6 +167,15 @@ def generate(seed: int = 0, per_composition: int = 2) -> dict[str, list[SynthSpe
         rng.shuffle(specs)
         out[part] = specs
     return out
+
+
+@dataclass
+class SynthConfig:
+    """Every option of `drk tasks synth` (each field its recipe key and flag, the comment its --help line)."""
+
+    out: str = option(MISSING, panel="out")  # folder for held_in/, held_out/ and manifest.json
+    seed: int = option(0, panel="in")  # seed of the held-in/held-out split and of the shapes
+    per_composition: int = option(2, panel="in", min=1)  # tasks (shape/dtype instances) per op+kind composition
 
 
 def write_tasks(out: str | Path, seed: int = 0, per_composition: int = 2, overwrite: bool = False) -> dict:

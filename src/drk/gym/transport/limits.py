@@ -20,19 +20,27 @@ from drk.gym import types as T
 
 @dataclass
 class Limits:
-    """Server-side maxima. Defaults follow KernelGYM's own request bounds (trials <= 20, timing trials
-    <= 1000, sources <= 100 KB) with room for drk's longer default timeout."""
+    """Server-side maxima (each a `drk gym serve` option). Defaults follow KernelGYM's own request bounds
+    (trials <= 20, timing trials <= 1000, sources <= 100 KB) with room for drk's longer default timeout."""
 
-    max_timeout_s: float = 900.0
-    max_trials: int = 20
-    max_timing_trials: int = 1000
-    max_warmup: int = 100
-    max_input_mb: float | None = None     # cap on input_budget_mb; None: the evaluator's own default
-    max_source_chars: int = 200_000       # per source (reference and candidate)
-    max_body_bytes: int = 4 * 2**20       # whole request body; more gets 413 before it is read whole
-    max_inflight_per_client: int = 256    # unfinished jobs of one client address; more gets 429
-    max_queue: int = 4096                 # unfinished jobs in all; more gets 503
+    max_timeout_s: float = 900.0          # most seconds a request may ask for
+    max_trials: int = 20                  # most correctness trials a request may ask for
+    max_timing_trials: int = 1000         # most timed calls a request may ask for
+    max_warmup: int = 100                 # most warm-up calls a request may ask for
+    max_input_mb: float | None = None     # cap on a request's input budget; None: the evaluator's own default
+    max_source_kb: int = 200              # largest reference or candidate source, in KiB (413 above)
+    max_body_mb: float = 4.0              # largest request body, in MiB (413 before it is read whole)
+    max_inflight_per_client: int = 256    # unfinished jobs of one client address (429 above)
+    max_queue: int = 4096                 # unfinished jobs in all (503 above)
     max_batch: int = 100                  # requests in one batch call (KernelGYM's bound)
+
+    @property
+    def max_source_chars(self) -> int:
+        return self.max_source_kb * 1024
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 2**20)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
