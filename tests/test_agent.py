@@ -30,15 +30,24 @@ def reply_with(code: str, note: str = "Here is the kernel.") -> str:
     return f"<think>scratch work ```python\nnot this```</think>{note}\n```python\n{code}```\nDone."
 
 
-def test_extract_code_rules():
-    assert extract_code(reply_with("x = 1\n")) == ("x = 1\n", "")
-    two = "```python\na = 1\n```\ntext\n```python\nb = 2\n```"
-    assert extract_code(two)[0] == "b = 2\n"                     # the last python block
-    assert extract_code("```answer\nc = 3\n```")[0] == "c = 3\n"
-    assert extract_code("```\nclass ModelNew: pass\n```")[0].startswith("class ModelNew")
-    assert extract_code("no code here")[0] is None and "no ```python" in extract_code("no code here")[1]
-    assert extract_code("<think>only thinking</think>")[1].startswith("the reply is empty")
-    assert "unterminated" in extract_code("```python\nx = 1")[1]
+@pytest.mark.parametrize("reply, code", [
+    (reply_with("x = 1\n"), "x = 1\n"),                                          # after prose
+    ("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2\n"),        # the last python block
+    ("```answer\nc = 3\n```", "c = 3\n"),                                       # the paper's answer block
+    ("```\nclass ModelNew: pass\n```", "class ModelNew: pass\n"),              # an unlabelled block
+])
+def test_extract_code_takes_the_last_code_block(reply, code):
+    assert extract_code(reply) == (code, "")
+
+
+@pytest.mark.parametrize("reply, reason", [
+    ("no code here", "no ```python"),
+    ("<think>only thinking</think>", "the reply is empty"),
+    ("```python\nx = 1", "unterminated"),
+])
+def test_extract_code_without_a_block_gives_the_reason(reply, reason):
+    code, why = extract_code(reply)
+    assert code is None and reason in why
 
 
 def test_history_policies():

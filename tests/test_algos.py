@@ -170,7 +170,7 @@ def random_valid(gen, P, N, T):
 # config
 
 
-def test_algo_config_defaults_and_kwargs():
+def test_algo_config_defaults_are_the_papers():
     cfg = AlgoConfig()
     assert cfg.reward == RewardWeights() and cfg.gamma == 1.0  # the reward's weights are the evaluator's, nested
     assert (cfg.reward.w_c, cfg.reward.w_s, cfg.reward.w_p, cfg.reward.speedup_cap) == (0.5, 0.5, 0.5, 3.0)
@@ -178,17 +178,34 @@ def test_algo_config_defaults_and_kwargs():
     assert (cfg.prs_tau, cfg.prs_s) == (0.3, 0.1)
     assert (cfg.clip_low, cfg.clip_high, cfg.dual_clip, cfg.aggregation) == (0.2, 0.28, 3.0, "turn-sum")
     assert cfg.use_pr and cfg.use_prs and cfg.use_mrs and cfg.advantage == "trloo"
-    assert AlgoConfig(use_pr=False).reward_weights().w_p == 0.0
+
+
+def test_algo_config_round_trips_and_reads_the_flat_reward_key():
+    cfg = AlgoConfig()
     assert AlgoConfig.from_dict(cfg.to_dict()) == cfg
     assert AlgoConfig.from_dict({"w_c": 0.25}).reward.w_c == 0.25  # the recipe key algo.w_c, as before
-    for bad in ({"aggregation": "mean"}, {"dual_clip": 1.0}, {"mrs_lower": 2.0}, {"advantage": "ppo"}):
-        with pytest.raises(ValueError):
-            AlgoConfig(**bad)
+
+
+@pytest.mark.parametrize("bad", [{"aggregation": "mean"}, {"dual_clip": 1.0}, {"mrs_lower": 2.0},
+                                 {"advantage": "ppo"}])
+def test_algo_config_refuses_values_outside_their_domain(bad):
+    with pytest.raises(ValueError):
+        AlgoConfig(**bad)
+
+
+def test_algo_config_refuses_unknown_keys():
     with pytest.raises(ValueError):
         AlgoConfig.from_dict({"nonsense": 1})
-    # the kwargs helpers feed the functions directly
+
+
+def test_without_pr_the_reward_has_no_coverage_term():
+    assert AlgoConfig(use_pr=False).reward_weights().w_p == 0.0
+
+
+def test_algo_config_feeds_the_functions_directly():
+    cfg = AlgoConfig()
     assert turn_reward({"verdict": "ok", "speedup": 1.0, "coverage": 0.5}, cfg.reward_weights()) == 1.25
-    prs_mask(torch.tensor([True]), t64([0.5]), torch.tensor([True]), **cfg.prs_kwargs())
+    assert prs_mask(torch.tensor([True]), t64([0.5]), torch.tensor([True]), **cfg.prs_kwargs()).shape == (1,)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -467,7 +484,7 @@ def test_prs_keep_rates():
     torch.testing.assert_close(prs_keep_prob(correct, cov, valid)[:, 0, 0], t64([0.0, 0.5, 1.0, 0.0, 1.0]))
 
 
-def test_prs_incorrect_nan_invalid_and_reproducible():
+def _prs_case():
     gen = torch.Generator().manual_seed(7)
     shape = (4, 8, 3)
     correct = torch.rand(shape, generator=gen) < 0.5
@@ -476,23 +493,42 @@ def test_prs_incorrect_nan_invalid_and_reproducible():
     correct[0, 0, 0] = True
     valid = random_valid(gen, *shape)
     valid[0, 0, 0] = True
-    masks = [prs_mask(correct, cov, valid, generator=torch.Generator().manual_seed(11)) for _ in range(2)]
-    assert torch.equal(masks[0], masks[1])                          # seeded reproducibility
-    other = prs_mask(correct, cov, valid, generator=torch.Generator().manual_seed(12))
-    assert not torch.equal(masks[0], other)
-    keep = masks[0]
-    assert torch.equal(keep[~correct & valid], torch.ones(int((~correct & valid).sum()), dtype=torch.bool))
+    return correct, cov, valid
+
+
+def _prs(seed: int):
+    return prs_mask(*_prs_case(), generator=torch.Generator().manual_seed(seed))
+
+
+def test_prs_is_reproducible_for_a_seed_and_differs_across_seeds():
+    assert torch.equal(_prs(11), _prs(11))
+    assert not torch.equal(_prs(11), _prs(12))
+
+
+def test_prs_keeps_every_incorrect_valid_turn_and_no_invalid_one():
+    correct, _, valid = _prs_case()
+    keep = _prs(11)
+    assert bool(keep[~correct & valid].all())
     assert not bool(keep[~valid].any())
-    assert bool(keep[0, 0, 0])                                      # correct, coverage unknown: kept
-    # exact draw rule: keep = valid & (u < p), u = torch.rand(shape) from the generator
-    u = torch.rand(shape, generator=torch.Generator().manual_seed(11))
+
+
+def test_prs_keeps_a_correct_turn_of_unknown_coverage():
+    assert bool(_prs(11)[0, 0, 0])
+
+
+def test_prs_draws_keep_with_the_papers_probability():
+    correct, cov, valid = _prs_case()
+    u = torch.rand(correct.shape, generator=torch.Generator().manual_seed(11))  # keep = valid & (u < p)
     p = prs_keep_prob(correct, cov, valid)
     torch.testing.assert_close(p, torch.tensor([
         [[(1.0 if not c or math.isnan(x) else min(max((x - 0.3) / 0.1, 0.0), 1.0)) if v else 0.0
           for c, x, v in zip(cr, xr, vr)] for cr, xr, vr in zip(c2, x2, v2)]
         for c2, x2, v2 in zip(correct.tolist(), cov.tolist(), valid.tolist())]))
-    assert torch.equal(keep, valid & (u < p))
-    # coverage unknown everywhere: keep all valid
+    assert torch.equal(_prs(11), valid & (u < p))
+
+
+def test_prs_without_coverage_keeps_every_valid_turn():
+    correct, _, valid = _prs_case()
     assert torch.equal(prs_mask(correct, None, valid), valid)
 
 
