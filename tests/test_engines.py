@@ -250,14 +250,12 @@ def test_hf_peft_lora_model():
 
 def test_hf_static_decode_matches_dynamic(tiny):
     """The static-cache decoder (the CUDA-graph path, run eagerly on CPU) gives the dynamic loop's tokens and
-    log-probs: bucket rows that repeat the first prompt, chunks of different widths sharing one cache, reuse
-    across calls, and a rebuild when a parameter's storage moves."""
+    log-probs, with bucket rows that repeat the first prompt and chunks of different widths sharing one cache."""
     model, tokenizer = tiny
     dynamic = HFEngine(model, tokenizer, decode="dynamic", max_batch_rows=2)
     static = HFEngine(model, tokenizer, decode="static", max_batch_rows=2)
-    greedy = SamplingParams(temperature=0.0, max_new_tokens=20)
-    sampled = SamplingParams(temperature=1.0, max_new_tokens=20, n=2, seed=7)
-    for params in (greedy, sampled):
+    for params in (SamplingParams(temperature=0.0, max_new_tokens=20),
+                   SamplingParams(temperature=1.0, max_new_tokens=20, n=2, seed=7)):
         want, got = dynamic.generate(CONVS, params), static.generate(CONVS, params)
         for a, b in zip([g for gs in want for g in gs], [g for gs in got for g in gs]):
             assert b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
@@ -265,20 +263,46 @@ def test_hf_static_decode_matches_dynamic(tiny):
     decoder = static._static
     assert decoder is not None and decoder.graph is None and (decoder.rows, decoder.max_len) == (8, 256)
     assert check_against_reference(model, [g for gs in got for g in gs], temperature=1.0) < TOL
+
+
+def test_hf_static_decoder_is_kept_for_calls_of_its_bucket_and_seededness(tiny):
+    static = HFEngine(*tiny, decode="static", max_batch_rows=2)
+    static.generate(CONVS, SamplingParams(temperature=1.0, max_new_tokens=20, seed=7))
+    decoder = static._static
     static.generate(CONVS[:1], SamplingParams(temperature=1.0, max_new_tokens=20, seed=1))
     assert static._static is decoder  # same bucket, seeded again: buffers reused
-    static.generate(CONVS[:1], greedy)  # unseeded: no deterministic algorithms, so not the seeded call's graph
+    static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=20))
+    # unseeded: no deterministic algorithms, so not the seeded call's graph
     assert static._static is not decoder and not static._static.deterministic
+
+
+def test_hf_static_decoder_grows_for_a_longer_call_and_gives_the_same_tokens(tiny):
+    model, tokenizer = tiny
+    static = HFEngine(model, tokenizer, decode="static", max_batch_rows=2)
+    static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=20))
     decoder = static._static
-    long_call = static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[0][0]
+    long = SamplingParams(temperature=0.0, max_new_tokens=300)
+    long_call = static.generate(CONVS[:1], long)[0][0]
     assert static._static is not decoder and static._static.max_len == 512
-    assert long_call.token_ids == dynamic.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))[
-        0][0].token_ids
+    assert long_call.token_ids == HFEngine(model, tokenizer, decode="dynamic").generate(CONVS[:1], long)[0][0].token_ids
+
+
+def test_hf_static_decoder_is_rebuilt_when_a_parameter_moves():
+    model, tokenizer = build_tiny_model(seed=0)  # its own model: the test moves a weight's storage
+    static = HFEngine(model, tokenizer, decode="static", max_batch_rows=2)
+    params = SamplingParams(temperature=0.0, max_new_tokens=20)
+    static.generate(CONVS[:1], params)
     decoder = static._static
     weight = model.get_input_embeddings().weight
     weight.data = weight.data.clone()  # same values, new storage: a captured graph would read the old one
-    static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=300))
+    static.generate(CONVS[:1], params)
     assert static._static is not decoder
+
+
+def test_hf_release_frees_the_static_decoder(tiny):
+    static = HFEngine(*tiny, decode="static")
+    static.generate(CONVS[:1], SamplingParams(temperature=0.0, max_new_tokens=4))
+    assert static._static is not None
     static.release()
     assert static._static is None
 
