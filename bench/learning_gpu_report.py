@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+ENDS = 5  # steps averaged at each end of the RL curve
+
 
 def _rows(path: Path) -> list[dict]:
     try:
@@ -32,6 +34,16 @@ def _heldout(run: Path, name: str) -> dict:
             "geomean_speedup": s.get("geomean_speedup"), "infra_errors": s.get("infra_errors")}
 
 
+def _ends(steps: list[dict], k: int = ENDS) -> dict:
+    """Held-in reward and correct share, mean of the first and of the last `k` RL steps (the smoke run's
+    criterion, over more steps: each GPU step draws 8 of 72 tasks, so one step's mean is mostly the draw)."""
+    if len(steps) < 2 * k:
+        return {}
+    mean = lambda rows, key: sum(r[key] for r in rows) / len(rows)  # noqa: E731
+    return {f"{key}_{end}": mean(rows, key) for key in ("reward_mean", "correct")
+            for end, rows in (("first", steps[:k]), ("last", steps[-k:]))}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
@@ -42,15 +54,19 @@ def main(argv: list[str] | None = None) -> int:
         steps = _rows(run / "rl" / "metrics.jsonl")
         report[run.name] = {"before_rl": _heldout(run, "heldout-sft"), "after_rl": _heldout(run, "heldout-rl"),
                             "steps": [{k: s.get(k) for k in ("step", "reward_mean", "correct", "coverage_mean",
-                                                             "speedup_mean")} for s in steps]}
+                                                             "speedup_mean")} for s in steps],
+                            "held_in": _ends(steps)}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    print(f"{'run':16s} {'correct@1 before':>17s} {'after':>6s} {'speedup before':>15s} {'after':>6s} {'steps':>6s}")
+    print(f"{'run':16s} {'correct@1 before':>17s} {'after':>6s} {'speedup before':>15s} {'after':>6s} {'steps':>6s} "
+          f"{'held-in reward first/last ' + str(ENDS):>28s} {'correct first/last':>19s}")
     for name, r in report.items():
-        b, f = r["before_rl"], r["after_rl"]
+        b, f, h = r["before_rl"], r["after_rl"], r["held_in"]
         fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
         print(f"{name:16s} {fmt(b.get('correct_at_1')):>17s} {fmt(f.get('correct_at_1')):>6s} "
-              f"{fmt(b.get('geomean_speedup')):>15s} {fmt(f.get('geomean_speedup')):>6s} {len(r['steps']):>6d}")
+              f"{fmt(b.get('geomean_speedup')):>15s} {fmt(f.get('geomean_speedup')):>6s} {len(r['steps']):>6d} "
+              f"{fmt(h.get('reward_mean_first')) + ' / ' + fmt(h.get('reward_mean_last')):>28s} "
+              f"{fmt(h.get('correct_first')) + ' / ' + fmt(h.get('correct_last')):>19s}")
     try:
         import matplotlib
 
@@ -62,8 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for name, r in report.items():
         xs = [s["step"] for s in r["steps"]]
-        axes[0].plot(xs, [s["reward_mean"] for s in r["steps"]], marker=".", label=name)
-        axes[1].plot(xs, [s["correct"] for s in r["steps"]], marker=".", label=name)
+        for ax, key in zip(axes, ("reward_mean", "correct")):
+            ys = [s[key] for s in r["steps"]]
+            line, = ax.plot(xs, ys, marker=".", alpha=0.35, label=name)
+            if len(ys) >= ENDS:  # the trend under the draw's noise: a centred moving mean of ENDS steps
+                h = ENDS // 2
+                ax.plot(xs[h:len(xs) - h], [sum(ys[i - h:i + h + 1]) / ENDS for i in range(h, len(ys) - h)],
+                        color=line.get_color(), label=f"{name}, mean of {ENDS}")
     for ax, title in zip(axes, ("reward_mean per RL step", "share of correct turns per RL step")):
         ax.set_title(title)
         ax.set_xlabel("step")
