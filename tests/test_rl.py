@@ -62,6 +62,27 @@ def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch
     assert json.loads((tmp_path / "stopped.json").read_text())["step"] == 7
 
 
+def test_a_run_stopped_by_its_time_limit_continues_under_a_later_one(tmp_path, monkeypatch):
+    # the same scripted clock as above stops the first command after step 7 of 10; the same command with a
+    # later limit continues that run (the limit is not part of what identifies it) to its last step
+    readings = [0.0]
+    for k in range(10):
+        t = readings[-1]
+        readings += [t, t + (30 if k == 0 else 5), t + (31 if k == 0 else 6)]
+    ticks = iter(readings)
+    monkeypatch.setattr(rl, "_clock", lambda: next(ticks))
+    base = {**TOY, "steps": 10, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path), "checkpoint_every": 100,
+            "log_rollouts": False}
+    _, first = rl.run(overrides={**base, "time_limit_s": 70}, env=toy_env())
+    assert first["step"] == 7 and first["stopped"] == "time_limit"
+    monkeypatch.setattr(rl, "_clock", time.monotonic)
+    _, last = rl.run(overrides={**base, "time_limit_s": 3600}, env=toy_env())
+    assert last["step"] == 10 and "stopped" not in last
+    assert not (tmp_path / "stopped.json").exists()  # the run is no longer stopped
+    steps = [json.loads(x)["step"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 11))
+
+
 def _weights(path: Path) -> dict:
     from safetensors.torch import load_file
 

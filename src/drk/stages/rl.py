@@ -117,6 +117,14 @@ def saved_config(path: Path, overrides: dict | None = None) -> RLConfig:
     return build(RLConfig, merge(expand(RLConfig, json.loads(Path(path).read_text())), overrides or {}))
 
 
+# options that say where a run stops, not what it computes: the same run continues under another value
+RUN_LIMITS = ("time_limit_s",)
+
+
+def _identity(cfg: RLConfig) -> dict:
+    return {k: v for k, v in asdict(cfg).items() if k not in RUN_LIMITS}
+
+
 def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     """For a run started without --resume: True when `cfg.out` holds this very run (same rl_config.json)
     with a checkpoint, which then simply continues (the same command resumes). A directory holding another
@@ -129,7 +137,7 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     if not saved.exists():
         return False
     try:
-        same = asdict(saved_config(saved, {"out": cfg.out})) == asdict(cfg)
+        same = _identity(saved_config(saved, {"out": cfg.out})) == _identity(cfg)
     except (OSError, ValueError, TypeError):  # ConfigError is a ValueError: a file this version cannot read
         same = False
     if not same and not overwrite:
@@ -140,7 +148,7 @@ def check_run_dir(cfg: RLConfig, overwrite: bool = False) -> bool:
     # drk-rl: the folder accelerate's tensorboard tracker writes (--report-to tensorboard)
     for name in ("checkpoints", "rollouts", "final", "tensorboard", "drk-rl"):
         shutil.rmtree(out / name, ignore_errors=True)
-    for name in ("metrics.jsonl", "rl_config.json", "eval_cache.sqlite"):
+    for name in ("metrics.jsonl", "rl_config.json", "eval_cache.sqlite", "stopped.json"):
         (out / name).unlink(missing_ok=True)
     return False
 
@@ -550,6 +558,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "rl_config.json", asdict(cfg))
+        (out / "stopped.json").unlink(missing_ok=True)  # an earlier stop of this run: it goes on now
     engine = _engine(cfg, accelerator, model, tok)
     own_gym = env is None
     if own_gym:
