@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -73,9 +74,11 @@ def turn_of(messages: list[dict]) -> int:
     return sum(m["role"] == "assistant" for m in messages)
 
 
-@pytest.mark.slow
-def test_collect_feedback_flows_and_resume(tmp_path):
-    """Turn 1 broken, turn 2 no code, turn 3 correct; a 500 on the first request is retried."""
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """One `drk collect` of two tasks over three scripted turns (turn 1 broken, turn 2 no code, turn 3 correct;
+    a 500 on the first request, retried), the teacher's server kept up for the tests that run it again:
+    (the command's arguments, the server, the trajectories written)."""
     first_call = threading.Event()
 
     def script(messages, req, i):
@@ -88,36 +91,60 @@ def test_collect_feedback_flows_and_resume(tmp_path):
                            .replace("return out", "return out * 0"), "first try"),
                 "I am not sure what to write.", reply_with(good)][min(t, 2)]
 
-    out = tmp_path / "traj"
+    out = tmp_path_factory.mktemp("collect") / "traj"
     args = ["collect", "--queries", str(ROOT / "data/queries"), "--problems", "1,3", "--turns", "3",
             "--device", "cpu", "--workers", "2", "--input-budget-mb", "0.25", "--out", str(out), "--model", "teacher"]
     with ScriptedServer(script) as srv:
-        res = runner.invoke(app, args + ["--base-url", srv.base_url])
+        args += ["--base-url", srv.base_url]
+        res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
-        recs = [json.loads(x) for x in (out / "trajectories.jsonl").read_text().splitlines()]
-        assert len(recs) == 2
-        for rec in recs:
-            verdicts = [(t["result"] or {}).get("verdict") for t in rec["turns"]]
-            assert verdicts[0] == "incorrect" and verdicts[1] is None and verdicts[2] == "ok"
-            assert rec["best_round"] == 2 and rec["rewards"][2] > 0.9 and rec["rewards"][0] == 0.0
-            roles = [m["role"] for m in rec["messages"]]
-            assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
-            assert "no ```python code block" in rec["turns"][1]["feedback"]
-        # feedback of turn t is in the request of turn t+1
-        later = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 1]
-        assert later and all("Verdict: incorrect" in m[-1]["content"] for m in later)
-        third = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 2]
-        assert third and all("no ```python code block" in m[-1]["content"] for m in third)
-        n_requests = len(srv.requests)
-        # rerun: everything is done, nothing is requested
-        res = runner.invoke(app, args + ["--base-url", srv.base_url])
-        assert res.exit_code == 0 and "skipped 2" in res.output and len(srv.requests) == n_requests
-        # an interrupted run (one episode missing) redoes only that episode
-        lines = (out / "trajectories.jsonl").read_text().splitlines()
-        (out / "trajectories.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
-        res = runner.invoke(app, args + ["--base-url", srv.base_url])
-        assert res.exit_code == 0 and "skipped 1" in res.output and len(srv.requests) == n_requests + 3
+        yield args, srv, [json.loads(x) for x in (out / "trajectories.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_collect_judges_every_turn_and_rewards_the_correct_one(collected):
+    recs = collected[2]
+    assert len(recs) == 2
+    for rec in recs:
+        verdicts = [(t["result"] or {}).get("verdict") for t in rec["turns"]]
+        assert verdicts == ["incorrect", None, "ok"]
+        assert rec["best_round"] == 2 and rec["rewards"][2] > 0.9 and rec["rewards"][0] == 0.0
+
+
+@pytest.mark.slow
+def test_collect_writes_the_whole_conversation(collected):
+    for rec in collected[2]:
+        assert [m["role"] for m in rec["messages"]] == ["system", "user", "assistant", "user", "assistant", "user",
+                                                       "assistant"]
+
+
+@pytest.mark.slow
+def test_collect_sends_each_turns_feedback_in_the_next_request(collected):
+    _, srv, recs = collected
+    assert all("no ```python code block" in rec["turns"][1]["feedback"] for rec in recs)
+    later = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 1]
+    assert later and all("Verdict: incorrect" in m[-1]["content"] for m in later)
+    third = [r["messages"] for r in srv.requests if turn_of(r["messages"]) == 2]
+    assert third and all("no ```python code block" in m[-1]["content"] for m in third)
+
+
+@pytest.mark.slow
+def test_collect_writes_no_secret(collected):
+    out = Path(collected[0][collected[0].index("--out") + 1])
     assert "secret" not in (out / "trajectories.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_collect_run_again_redoes_only_missing_episodes(collected):
+    args, srv, _ = collected
+    out = Path(args[args.index("--out") + 1])
+    n_requests = len(srv.requests)
+    res = runner.invoke(app, args)  # everything is done: nothing is requested
+    assert res.exit_code == 0 and "skipped 2" in res.output and len(srv.requests) == n_requests
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    (out / "trajectories.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # interrupted
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0 and "skipped 1" in res.output and len(srv.requests) == n_requests + 3
 
 
 def test_collect_unreachable_endpoint_is_not_a_traceback(tmp_path, monkeypatch):
