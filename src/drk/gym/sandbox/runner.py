@@ -247,14 +247,16 @@ class Runner:
             d["device"] = str(o.device)
             described.append(d)
             d["written"] = mapped.write_output(i, o)
+        try:
+            # the rest of the device's work before the inputs are read: a write into them from any stream is seen
+            # by the mutation check, and its errors are this forward's
+            self.harness.sync(self.device)
+        except BaseException as e:  # noqa: BLE001
+            return self._fail_forward(e)
         if h.get("return_inputs"):
             frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
         changed = digest is not None and self.compare.fingerprint(inputs) != digest
         written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
-        try:
-            self.harness.sync(self.device)  # the rest of the device's work: its errors are this forward's
-        except BaseException as e:  # noqa: BLE001
-            return self._fail_forward(e)
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
                     "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written}, frames)
