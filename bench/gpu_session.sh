@@ -98,7 +98,7 @@ verify)
     2>&1 | tail -3
   echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 python3 -m pytest -q -x \
     tests/test_server_kernelgym.py 2>&1 | tail -3
-  A=${ATTACKS:-g01,g10}
+  A=${ATTACKS:-g01,g10,g11}
   echo "== attacks $A ($SECONDS s in)"; timeout 60 python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 \
     --out $OUT/attacks_verify.json 2>&1 | grep -v SyntaxWarning | tail -12
   if [ -n "${ATTACKS_NO_STATIC:-}" ]; then
