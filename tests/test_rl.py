@@ -40,18 +40,22 @@ def test_policy_learns_the_toy_reward(tmp_path):
     assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.3, rewards
 
 
-def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch):
-    # readings of the clock: the start, then per step its start, its end and the check. Step 1 takes 30 s (the
-    # evaluation workers' start), the others 5 s, and the check comes 1 s after a step ends. After step 1 its
-    # own 30 s judge (31 + 30 <= 70); after that the later steps' 5 s do, until step 7's check (67 s + 5 s > 70)
-    # ends the run there, complete: checkpoint, final weights and the reason on disk. Had step 1 kept judging,
-    # the run would have stopped after step 2 (37 + 30 > 70).
+def _script_clock(monkeypatch, steps: int = 10) -> None:
+    """RL's time-limit clock, read at the start, then per step at its start, its end and the check: step 1
+    takes 30 s (the evaluation workers' start), the others 5 s, and the check comes 1 s after a step ends."""
     readings = [0.0]
-    for k in range(10):
+    for k in range(steps):
         t = readings[-1]
         readings += [t, t + (30 if k == 0 else 5), t + (31 if k == 0 else 6)]
     ticks = iter(readings)
     monkeypatch.setattr(rl, "_clock", lambda: next(ticks))
+
+
+def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch):
+    # After step 1 its own 30 s judge (31 + 30 <= 70); after that the later steps' 5 s do, until step 7's check
+    # (67 s + 5 s > 70) ends the run there, complete: checkpoint, final weights and the reason on disk. Had
+    # step 1 kept judging, the run would have stopped after step 2 (37 + 30 > 70).
+    _script_clock(monkeypatch)
     cfg = load_config(RLConfig, None, {**TOY, "steps": 10, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path),
                                        "checkpoint_every": 100, "log_rollouts": False, "time_limit_s": 70})
     last = train(cfg, env=toy_env())
@@ -65,12 +69,7 @@ def test_time_limit_ends_the_run_complete_before_its_steps(tmp_path, monkeypatch
 def test_a_run_stopped_by_its_time_limit_continues_under_a_later_one(tmp_path, monkeypatch):
     # the same scripted clock as above stops the first command after step 7 of 10; the same command with a
     # later limit continues that run (the limit is not part of what identifies it) to its last step
-    readings = [0.0]
-    for k in range(10):
-        t = readings[-1]
-        readings += [t, t + (30 if k == 0 else 5), t + (31 if k == 0 else 6)]
-    ticks = iter(readings)
-    monkeypatch.setattr(rl, "_clock", lambda: next(ticks))
+    _script_clock(monkeypatch)
     base = {**TOY, "steps": 10, "prompts_per_step": 2, "rollouts": 2, "out": str(tmp_path), "checkpoint_every": 100,
             "log_rollouts": False}
     _, first = rl.run(overrides={**base, "time_limit_s": 70}, env=toy_env())
