@@ -225,9 +225,6 @@ def overwrite_option():
                         help="Replace the run in --out even if it was made with other settings (default: refuse).")
 
 
-CACHE_HELP = "SQLite evaluation cache: identical candidates are evaluated once."
-
-
 # --------------------------------------------------------------------------------------------- progress
 class StageProgress:
     """Rich progress on stderr for a long command: items done of total, ok-rate, elapsed and ETA. Shown from
@@ -650,8 +647,7 @@ def gym_serve(
         raise ConfigError(problem)
     limits = cfg.limits
     defaults = eval_options(cfg.device, min(cfg.timeout_s, limits.max_timeout_s), cfg.input_budget_mb)
-    cache = Path(cfg.eval_cache) if cfg.eval_cache else None
-    with open_gym(GymOptions(cfg.backend, cfg.workers, cache), cfg.device) as gym:
+    with open_gym(GymOptions(cfg.backend, cfg.workers, cfg.eval_cache), cfg.device) as gym:
         defaults.device = gym.device
         typer.echo(f"drk gym serving on http://{cfg.host}:{cfg.port} ({gym.device}, "
                    f"{getattr(gym, 'workers', '?')} workers)", err=True)

@@ -6,6 +6,7 @@ Apart from drk.gym.transport.server (which imports fastapi) so that `drk --help`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from drk.config import option
 from drk.gym.transport.limits import Limits
@@ -18,7 +19,7 @@ class ServeConfig:
     backend: str = option("local", panel="eval")  # local (warm workers here) | ray | ray://HOST:PORT
     device: str = option("auto", panel="eval")  # cuda | cpu (Triton interpreter, scaled shapes) | auto
     workers: int | None = option(None, panel="eval", min=1)  # evaluation workers (default: one per GPU; CPU: up to 4)
-    eval_cache: str | None = option(None, panel="eval")  # SQLite evaluation cache: identical candidates are evaluated once
+    eval_cache: Path | None = option(None, panel="eval")  # SQLite evaluation cache: identical candidates are evaluated once
     timeout_s: float = option(300.0, flag="--timeout", panel="eval")  # default seconds per evaluation (a request may ask for up to --max-timeout)
     input_budget_mb: float | None = option(None, panel="eval")  # default input budget per evaluation, in MB (None: the evaluator's)
     allow: str | None = option(None, panel="access")  # client addresses admitted without a token: CIDR[,CIDR...]
