@@ -8,8 +8,9 @@
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
 #   timing   timing against an independent do_bench referee, short kernels then shipped solutions ($PAIRS: name
 #            prefixes; PROFILED=1: the referee also times under the device profiler); repeatability
-#   learn    issue 16 part 3, one seed per call (SEED=0|1): collect -> sft ("base", 102M) -> held-out eval ->
-#            rl -> held-out eval with recipes/gpu-learn, then bench/learning_gpu_report.py; run folder $OUT/learn-s$SEED
+#   learn    issue 16 part 3, one seed per call (SEED=0|1): collect (once per machine, shared by the seeds) -> sft
+#            ("base", 102M) -> held-out eval -> rl -> held-out eval with recipes/gpu-learn, then
+#            bench/learning_gpu_report.py; the run comes back as $OUT/learn-s$SEED.tgz
 #   rlvstrl  issue 16 part 4: template trajectories -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
@@ -70,10 +71,15 @@ timing)
     --only "${PAIRS:-}" ${PROFILED:+--profiled} 2>&1 | tail -70
   ;;
 learn)
-  SEED=${SEED:-0}; R=/tmp/learn-s$SEED; D="python3 -m drk"  # $OUT takes 8 files: the run comes back as one archive
+  # One teacher data set for every seed (the data are the user's, fixed; a seed is the policy's init, SFT order
+  # and RL sampling): collected under /tmp/learn-data with the recipe's seed, and a later call on the same warm
+  # machine resumes it (nothing left to do) instead of collecting again, leaving RL the time.
+  SEED=${SEED:-0}; R=/tmp/learn-s$SEED; C=/tmp/learn-data/collect; D="python3 -m drk"  # $OUT takes 8 files: the run comes back as one archive
   HO="--tasks data/synth/held_out.jsonl --samples 2 --turns 1 --temperature 0.8 --max-tokens 700 --device cuda --workers 12 --no-compile-baseline"
-  echo "== collect ($SECONDS s)"; timeout $(left 160) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set seed=$SEED 2>&1 | tail -4
-  echo "== sft ($SECONDS s)"; timeout $(left 240) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
+  echo "== collect ($SECONDS s; $(wc -l < $C/trajectories.jsonl 2>/dev/null || echo 0) episodes already)"
+  timeout $(left 160) $D collect -c recipes/gpu-learn/collect.yaml --out $C 2>&1 | tail -4
+  mkdir -p $R && cp -r $C $R/
+  echo "== sft ($SECONDS s)"; timeout $(left 240) $D sft -c recipes/gpu-learn/sft.yaml --data $C/trajectories.jsonl --out $R/sft --set seed=$SEED 2>&1 | tail -4
   echo "== held-out before RL ($SECONDS s)"; timeout $(left 310) $D eval --model $R/sft $HO --out $R/heldout-sft 2>&1 | tail -6
   echo "== rl ($SECONDS s)"; timeout $(left 510) $D rl -c recipes/gpu-learn/rl.yaml --model $R/sft --out $R/rl --set seed=$SEED \
     --set time_limit_s=$(( $(left 510) - 30 )) 2>&1 | tail -6
