@@ -227,7 +227,7 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
-TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled/4"  # part of the reference-time cache key: a new protocol, new times
+TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled+gpu-exclusive/5"  # part of the reference-time cache key: a new protocol, new times
 
 
 def runtime_of(ms: dict) -> tuple[float, dict, bool]:

@@ -257,97 +257,99 @@ class TrialChecks:
         t_first, t_rest = time.monotonic(), None
         previous: tuple | None = None  # digests (reference outputs, candidate outputs) of an earlier trial
         for what, k in plan:
-            if what == "ablation":
-                if not self.ablation():
-                    return False
-                continue
-            train, grad = MODES[k % 4] if what == "trial" else MODES[0]
-            seed = opts.seed + k
-            inputs = self._probe_inputs(what, harness.make_inputs(task.module, seed, self.device), seed)
-            if inputs is None:  # nothing for this probe to change
-                continue
-            try:
-                refs, inputs = self.reference(inputs, seed, train=train, grad=grad, probe=what)
-            except Exception:
-                if what != "trial":  # outside the reference's domain: no probe
+            with self.j.on_gpu(self.deadline):  # the step's kernels (inputs, reference, candidate, compare)
+                if what == "ablation":
+                    if not self.ablation():
+                        return False
                     continue
-                raise
-            if what != "trial" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
-                continue
-            if k == 0:
-                inputs = self._first_trial_facts(inputs, refs)
-            key = "timing" if (what == "trial" and k == timing_k) else ""
-            if key:
-                self.timing_seed = seed
-            reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
-            if k == 0:
-                res.phase_seconds["compile"] = time.monotonic() - t_first
-                t_rest = time.monotonic()
-            label = f"trial {k + 1}/{n}" if what == "trial" else f"the {what}-input probe"
-            if not reply.get("ok"):
-                self._fail(reply)
-                res.error = f"{label} ({mode_name(train, grad)}): {res.error}"
-                return False
-            subclass = [d["subclass"] for d in reply.get("outputs", []) if d.get("subclass")]
-            if subclass:
-                res.verdict, res.error = T.HACKED, f"forward returned a tensor subclass ({subclass[0]}), not a plain tensor"
-                return False
-            cmp = compare.compare_outputs(outs, refs, opts.tolerance)
-            if cmp.max_abs_diff is not None and what == "trial":
-                res.max_abs_diff = max(res.max_abs_diff or 0.0, cmp.max_abs_diff)
-                res.mean_abs_diff = max(res.mean_abs_diff or 0.0, cmp.mean_abs_diff or 0.0)
-            if k == 0 and opts.fp64_check and cmp.ok and not mutated:
-                res.max_abs_diff_fp64 = self._fp64_diff(inputs, outs, train, grad)
-            if not cmp.ok:
-                if what == "wide":
-                    res.verdict, res.error = T.INCORRECT, (
-                        "wrong on inputs of the task's shapes with a few elements far outside what get_inputs() "
-                        f"draws (negative or large values): {cmp.message}; the kernel must compute the reference's "
-                        "function for every valid input")
-                    res.flags.append(T.WIDE_INPUTS_FAILED)
-                    return False
-                if what == "offset":
-                    if self._as_accurate_as_reference(inputs, outs, refs):
+                train, grad = MODES[k % 4] if what == "trial" else MODES[0]
+                seed = opts.seed + k
+                inputs = self._probe_inputs(what, harness.make_inputs(task.module, seed, self.device), seed)
+                if inputs is None:  # nothing for this probe to change
+                    continue
+                try:
+                    refs, inputs = self.reference(inputs, seed, train=train, grad=grad, probe=what)
+                except Exception:
+                    if what != "trial":  # outside the reference's domain: no probe
                         continue
-                    res.verdict, res.error = T.INCORRECT, (
-                        "wrong on inputs of the task's shapes shifted by a large constant (values far from zero "
-                        f"with the same spread): {cmp.message}; the task's own float32 computation stays "
-                        "accurate there (checked against float64), the kernel's does not (cancellation, e.g. "
-                        "E[x^2]-E[x]^2, or no max-subtraction before exp)")
-                    res.flags.append(T.OFFSET_INPUTS_FAILED)
+                    raise
+                if what != "trial" and not all(torch.isfinite(r).all() for r in refs if r.is_floating_point()):
+                    continue
+                if k == 0:
+                    inputs = self._first_trial_facts(inputs, refs)
+                key = "timing" if (what == "trial" and k == timing_k) else ""
+                if key:
+                    self.timing_seed = seed
+                reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+                if k == 0:
+                    res.phase_seconds["compile"] = time.monotonic() - t_first
+                    t_rest = time.monotonic()
+                label = f"trial {k + 1}/{n}" if what == "trial" else f"the {what}-input probe"
+                if not reply.get("ok"):
+                    self._fail(reply)
+                    res.error = f"{label} ({mode_name(train, grad)}): {res.error}"
                     return False
-                if train or self.mode_independent:
-                    res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
+                subclass = [d["subclass"] for d in reply.get("outputs", []) if d.get("subclass")]
+                if subclass:
+                    res.verdict = T.HACKED
+                    res.error = f"forward returned a tensor subclass ({subclass[0]}), not a plain tensor"
                     return False
-                if EVAL_MODE_MISMATCH not in res.flags:
-                    res.flags.append(EVAL_MODE_MISMATCH)
-            if mutated:
-                res.verdict = T.INCORRECT
-                res.flags.append(T.INPUT_MUTATED)
-                res.error = f"{label}: the forward modified its input tensors in place"
-                return False
-            if not reply.get("launches"):
-                res.verdict = T.NO_TRITON
-                res.error = (f"no Triton kernel ran in the forward ({mode_name(train, grad)}); every forward must "
-                             "launch the Triton kernels that compute the result")
-                return False
-            if what == "trial" and train and cmp.ok:
-                digests = (compare.fingerprint(list(refs)), compare.fingerprint(list(outs)))
-                if previous is not None and previous[0] != digests[0] and previous[1] == digests[1]:
-                    res.verdict, res.correct = T.HACKED, False
-                    res.flags.append(T.INPUT_INDEPENDENT)
-                    res.error = ("the outputs are bitwise identical for different inputs whose expected outputs "
-                                 "differ: the forward does not compute from its inputs (this task's check alone "
-                                 "cannot tell a constant from the real result)")
+                cmp = compare.compare_outputs(outs, refs, opts.tolerance)
+                if cmp.max_abs_diff is not None and what == "trial":
+                    res.max_abs_diff = max(res.max_abs_diff or 0.0, cmp.max_abs_diff)
+                    res.mean_abs_diff = max(res.mean_abs_diff or 0.0, cmp.mean_abs_diff or 0.0)
+                if k == 0 and opts.fp64_check and cmp.ok and not mutated:
+                    res.max_abs_diff_fp64 = self._fp64_diff(inputs, outs, train, grad)
+                if not cmp.ok:
+                    if what == "wide":
+                        res.verdict, res.error = T.INCORRECT, (
+                            "wrong on inputs of the task's shapes with a few elements far outside what get_inputs() "
+                            f"draws (negative or large values): {cmp.message}; the kernel must compute the reference's "
+                            "function for every valid input")
+                        res.flags.append(T.WIDE_INPUTS_FAILED)
+                        return False
+                    if what == "offset":
+                        if self._as_accurate_as_reference(inputs, outs, refs):
+                            continue
+                        res.verdict, res.error = T.INCORRECT, (
+                            "wrong on inputs of the task's shapes shifted by a large constant (values far from zero "
+                            f"with the same spread): {cmp.message}; the task's own float32 computation stays "
+                            "accurate there (checked against float64), the kernel's does not (cancellation, e.g. "
+                            "E[x^2]-E[x]^2, or no max-subtraction before exp)")
+                        res.flags.append(T.OFFSET_INPUTS_FAILED)
+                        return False
+                    if train or self.mode_independent:
+                        res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
+                        return False
+                    if EVAL_MODE_MISMATCH not in res.flags:
+                        res.flags.append(EVAL_MODE_MISMATCH)
+                if mutated:
+                    res.verdict = T.INCORRECT
+                    res.flags.append(T.INPUT_MUTATED)
+                    res.error = f"{label}: the forward modified its input tensors in place"
                     return False
-                previous = digests
-            names = {str(name)[:120] for name, _ in reply["launches"][:256]}
-            res.triton_kernels = sorted(set(res.triton_kernels) | names)[:64]
-            if what == "trial":
-                res.trials_passed += 1
-            if k == 1 and self.constants is not None:
-                self._constant_check(refs)
-            del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
+                if not reply.get("launches"):
+                    res.verdict = T.NO_TRITON
+                    res.error = (f"no Triton kernel ran in the forward ({mode_name(train, grad)}); every forward must "
+                                 "launch the Triton kernels that compute the result")
+                    return False
+                if what == "trial" and train and cmp.ok:
+                    digests = (compare.fingerprint(list(refs)), compare.fingerprint(list(outs)))
+                    if previous is not None and previous[0] != digests[0] and previous[1] == digests[1]:
+                        res.verdict, res.correct = T.HACKED, False
+                        res.flags.append(T.INPUT_INDEPENDENT)
+                        res.error = ("the outputs are bitwise identical for different inputs whose expected outputs "
+                                     "differ: the forward does not compute from its inputs (this task's check alone "
+                                     "cannot tell a constant from the real result)")
+                        return False
+                    previous = digests
+                names = {str(name)[:120] for name, _ in reply["launches"][:256]}
+                res.triton_kernels = sorted(set(res.triton_kernels) | names)[:64]
+                if what == "trial":
+                    res.trials_passed += 1
+                if k == 1 and self.constants is not None:
+                    self._constant_check(refs)
+                del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
         res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
         if self.cuda:
             mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
@@ -526,6 +528,11 @@ class TrialChecks:
 
     # ---- timing ------------------------------------------------------------------------------------
     def timing(self) -> None:
+        """The candidate's and the references' timing, with the GPU to themselves (`Judge.on_gpu`)."""
+        with self.j.on_gpu(self.deadline, measure=True):
+            self._timing()
+
+    def _timing(self) -> None:
         res, opts = self.res, self.opts
         t0 = time.monotonic()
         hdr = {"op": "time", "keys": ["timing"], "warmup": opts.warmup, "trials": opts.timing_trials,
@@ -636,6 +643,10 @@ class TrialChecks:
     def caching(self) -> None:
         """Change the timing inputs' values in place (same tensors, same pointers) and call again: a
         candidate that caches outputs by pointer, shape or a sample of the content returns stale values."""
+        with self.j.on_gpu(self.deadline):
+            self._caching()
+
+    def _caching(self) -> None:
         if "timing" not in self.kept:
             return
         task, opts = self.task, self.opts
@@ -680,7 +691,8 @@ class TrialChecks:
 
     def profile(self) -> None:
         t0 = time.monotonic()
-        reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
+        with self.j.on_gpu(self.deadline, measure=True):  # kernel durations, like times, are the GPU's alone
+            reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
         if not reply.get("ok"):
             return
         rows, triton = self._rows(), self.kernel_names

@@ -20,6 +20,7 @@ outputs Triton wrote → verdict and flags → the candidate process is killed w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import pickle
@@ -36,7 +37,7 @@ from drk.gym import types as T
 from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
-from drk.gym.judge import static
+from drk.gym.judge import devicelock, static
 from drk.gym.judge.checks import PreparedTask, TrialChecks
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
@@ -74,6 +75,7 @@ class RunnerHandle:
             os.close(child_fd)
             os.close(log_fd)
         self.hello: dict | None = None
+        self.spawned_at, self.ready_at = time.monotonic(), None  # its start-up, inside the GPU hold
 
     def log_tail(self, n: int = 800) -> str:
         return wire.file_tail(self.log_path, n).strip()
@@ -108,6 +110,37 @@ class Budget:
     hard_deadline: float
 
 
+class SpareStart:
+    """The next candidate process, started on a thread while the current one works (its CUDA start-up then
+    overlaps the evaluation instead of adding to the next one)."""
+
+    def __init__(self, judge: "Judge") -> None:
+        self.judge = judge
+        self.runner: RunnerHandle | None = None
+        self._thread = threading.Thread(target=self._run, name="drk-spare", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.runner = self.judge._start_runner()
+        except (RunnerGone, ForkServerGone, OSError):
+            self.runner = None  # the next evaluation starts one itself and reports what fails
+
+    def wait(self) -> None:
+        self._thread.join(RUNNER_START_TIMEOUT_S + 30.0)
+
+    def take(self) -> RunnerHandle | None:
+        """The started process, or None when it failed to start."""
+        self.wait()
+        return self.runner
+
+    def discard(self) -> None:
+        self.wait()
+        if self.runner is not None:
+            self.runner.kill()
+            self.runner = None
+
+
 class Judge:
     def __init__(self, device: str, slot_dir: str, cache_path: str | None, iso: Isolation, slot_index: int = 0,
                  env: dict | None = None) -> None:
@@ -117,11 +150,14 @@ class Judge:
         self.iso = iso
         self.runner: RunnerHandle | None = None
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
-        self.spare: RunnerHandle | None = None
+        self.spare: SpareStart | None = None
+        self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
+        self._spawn_lock = threading.Lock()  # the spare starts on a thread of its own
         self.tasks: dict[tuple, PreparedTask] = {}
         self.ref_times = RefTimeCache(cache_path)
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
+        self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
         harness.pin_numerics()
         self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
@@ -137,35 +173,55 @@ class Judge:
 
     # ---- runner management -------------------------------------------------------------------------
     def _spawn(self) -> RunnerHandle:
-        if not self.fork.alive():
-            self.fork.stop()
-            self.fork.start()
-        return RunnerHandle(self.fork, self.device, self.slot_dir, self.limits)
+        with self._spawn_lock:
+            if not self.fork.alive():
+                self.fork.stop()
+                self.fork.start()
+            return RunnerHandle(self.fork, self.device, self.slot_dir, self.limits)
+
+    def _start_runner(self) -> RunnerHandle:
+        """A new candidate process, ready (its hello read). Its start (a CUDA context, CUPTI, a warm-up
+        kernel) is work on the GPU, so it holds the GPU shared like any other."""
+        with self.gpu.shared():
+            r = self._spawn()
+            try:
+                r.hello, _ = wire.recv(r.conn, timeout=RUNNER_START_TIMEOUT_S)
+                r.ready_at = time.monotonic()
+            except (TimeoutError, EOFError, OSError, wire.ProtocolError):
+                reason = r.death_reason()
+                r.kill()
+                raise RunnerGone(T.INFRA_ERROR,
+                                 f"the evaluator could not start a candidate process: {reason}") from None
+            return r
 
     def _runner(self, budget: Budget) -> RunnerHandle:
         """The current candidate's process: a fresh one per evaluation. On CUDA a spare is started while
         this one works, so its CUDA start-up overlaps the evaluation instead of adding to the next one."""
         if self.runner is not None:
             return self.runner
-        r, self.spare = self.spare, None
-        try:
-            if r is None:
-                r = self._spawn()
+        spare, self.spare = self.spare, None
+        r = spare.take() if spare is not None else None
+        if r is None:
             try:
-                r.hello, _ = wire.recv(r.conn, timeout=RUNNER_START_TIMEOUT_S)  # it is ready
-            except (TimeoutError, EOFError, OSError, wire.ProtocolError):
-                reason = r.death_reason()
-                r.kill()
-                raise RunnerGone(T.INFRA_ERROR, f"the evaluator could not start a candidate process: {reason}") from None
-        except ForkServerGone as e:
-            raise RunnerGone(T.INFRA_ERROR, str(e)) from None
+                r = self._start_runner()
+            except ForkServerGone as e:
+                raise RunnerGone(T.INFRA_ERROR, str(e)) from None
         self.runner = r
-        if self.cuda:
-            try:
-                self.spare = self._spawn()
-            except ForkServerGone:
-                self.spare = None
+        if self.keep_spare:
+            self.spare = SpareStart(self)
         return r
+
+    @contextlib.contextmanager
+    def on_gpu(self, budget: Budget | None = None, *, measure: bool = False):
+        """Hold this judge's GPU shared (work) or exclusive (`measure`: timing, profiling). Time spent waiting
+        for the lock is the neighbours', never the candidate's: it moves the budget's hard deadline. The
+        spare's start holds the GPU shared on its own thread, so it never overlaps a measurement either: it
+        started before (the measurement waits for it) or waits for the measurement."""
+        w0 = self.gpu.waited_s()
+        with (self.gpu.exclusive() if measure else self.gpu.shared()):
+            if budget is not None:
+                budget.hard_deadline += self.gpu.waited_s() - w0
+            yield
 
     def recycle(self) -> None:
         if self.runner is not None:
@@ -176,7 +232,7 @@ class Judge:
         self.recycle()
         self.exchange.close()
         if self.spare is not None:
-            self.spare.kill()
+            self.spare.discard()
             self.spare = None
         self.fork.stop()
 
@@ -207,7 +263,12 @@ class Judge:
         budget.left_s = start_left - max(0.0, (time.monotonic() - t0) - waited)
 
     def call(self, header: dict, payload=None, *, deadline: Budget, fds=()) -> tuple[dict, list[bytes]]:
-        """Send one op to the runner and wait for its reply within the candidate's budget."""
+        """Send one op to the runner and wait for its reply within the candidate's budget, holding the GPU
+        (shared, unless the caller holds it exclusive for a measurement)."""
+        with self.on_gpu(deadline):
+            return self._call(header, payload, deadline=deadline, fds=fds)
+
+    def _call(self, header: dict, payload=None, *, deadline: Budget, fds=()) -> tuple[dict, list[bytes]]:
         r = self._runner(deadline)
         frames = [pickle.dumps(payload)] if payload is not None else []
         nonce = secrets.token_hex(8)  # unguessable per op: a forged reply cannot echo it
@@ -316,6 +377,7 @@ class Judge:
             return res
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        waited0 = self.gpu.waited_s()
         try:
             self._evaluate(req, res, deadline)
         except RunnerGone as g:
@@ -347,6 +409,8 @@ class Judge:
             self.runner = None
             self.exchange.fresh()
             phases["total"] = time.monotonic() - t_start
+            if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
+                phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
         res.phase_seconds["candidate_budget_used"] = round(opts.timeout_s - deadline.left_s, 3)
         if self.cuda:
             res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
@@ -359,7 +423,8 @@ class Judge:
         opts, phases = req.options, res.phase_seconds
         t0 = time.monotonic()
         try:
-            task = self.prepare(req.task, opts)
+            with self.on_gpu(deadline):
+                task = self.prepare(req.task, opts)
         except ScalingError:
             raise
         except Exception as e:
@@ -404,7 +469,8 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
     p["timing"] = bool(opts.timing and cuda)
     if p["timing"]:
         p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check; "
-                               "candidate under the device profiler in every op",
+                               "candidate under the device profiler in every op; the GPU held exclusively by "
+                               "the measurement (no other drk work on it)",
                  timing_protocol=harness.TIMING_PROTOCOL,
                  l2_flush_bytes=harness.L2_FLUSH_BYTES if opts.l2_flush else 0)
     return p
