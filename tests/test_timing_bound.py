@@ -43,3 +43,31 @@ def test_timed_calls_that_launch_only_a_token_kernel_are_refused():
 def test_without_a_profiled_forward_to_compare_with_nothing_is_decided():
     assert timed_work_problem((0.0, 0), (0.0, 0), calls=170) == ""
     assert timed_work_problem((0.020, 1), None, calls=170) == ""
+
+
+def test_a_short_kernel_is_warmed_and_timed_for_do_benchs_spans():
+    # a 10 us kernel with the 256 MB flush: about 60 us a call. Five warm-up calls (0.3 ms) leave an idle GPU
+    # at its idle clocks; do_bench warms up for 25 ms and times for 100 ms
+    from drk.gym.common.harness import MAX_CALLS, REP_MS, WARMUP_MS, call_counts
+
+    warm, timed = call_counts(0.06, warmup=5, trials=100)
+    assert warm * 0.06 >= WARMUP_MS and warm <= MAX_CALLS
+    assert timed == min(MAX_CALLS, round(REP_MS / 0.06 + 0.5))  # REP_MS worth, within the bound
+
+
+def test_a_long_kernel_keeps_the_minimum_counts_and_its_cost():
+    from drk.gym.common.harness import call_counts
+
+    assert call_counts(100.0, warmup=5, trials=100) == (5, 100)
+
+
+def test_the_untimed_call_count_a_candidate_reports_is_bounded():
+    # the candidate's process reports how many untimed calls it made; an inflated count would spread the
+    # judge's wall time over more calls and loosen the clock bound
+    from drk.gym.common.harness import MAX_CALLS
+    from drk.gym.judge.checks import warmup_calls
+
+    assert warmup_calls({"warmup_calls": 10**9}, 5) == 5 + MAX_CALLS
+    assert warmup_calls({"warmup_calls": 420}, 5) == 420
+    assert warmup_calls({}, 5) == 5
+    assert warmup_calls({"warmup_calls": 1}, 5) == 5

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import math
 import os
 import random
 import statistics
@@ -159,10 +160,26 @@ def floating_tensors(x: Any) -> list[torch.Tensor]:
     return [t for t in tensors_of(x) if t.is_floating_point()]
 
 
+WARMUP_MS = 25.0    # do_bench's warm-up and timed spans: a short kernel is called until the GPU's and the
+REP_MS = 100.0      # host's clocks have left their idle states (an H200 idles at 345 MHz), not 5 times
+MAX_CALLS = 1000    # bound on warm-up and on timed calls each, whatever the estimate says
+
+
+def call_counts(estimate_ms: float, warmup: int, trials: int) -> tuple[int, int]:
+    """(warm-up calls, timed back-to-back calls) for calls estimated at `estimate_ms` each: WARMUP_MS and
+    REP_MS worth, at least `warmup` and `trials`, at most MAX_CALLS (or the minimum asked for, if more)."""
+    est = max(float(estimate_ms), 1e-4)
+    return (max(warmup, min(MAX_CALLS, math.ceil(WARMUP_MS / est))),
+            max(trials, min(MAX_CALLS, math.ceil(REP_MS / est))))
+
+
 def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: int, l2_flush: bool,
                n_inputs: int = 1, perturb: list[torch.Tensor] = ()) -> dict:
     """Time `fn(k)` (k = index of the input set to use, rotating) on a CUDA device, in two passes.
 
+    Call counts follow do_bench: 5 calls estimate the time of one (flush included), then warm-up calls
+    fill WARMUP_MS and the back-to-back pass REP_MS (at least `warmup` and `trials` calls, at most
+    MAX_CALLS each), so a 10 us kernel is timed over thousands of calls on a GPU at its working clocks.
     Pass 1, the runtime, is do_bench's protocol: before each call, outside its events, the float inputs in
     `perturb` are scaled in place by (1 + 2^-10) alternately up and down (new values at the same
     addresses, so an output cache keyed on pointers, shapes or sampled contents never hits) and the L2 is
@@ -171,29 +188,14 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     Pass 2 is the idle-start check: each call starts on a synchronised device and the device is
     synchronised again after it, so work left on a side stream or in a thread shows up as the gap between
     the stream's end event and device idle (`runtime_of` uses it). Both passes' call counts are drawn at
-    random around `trials` and interleaved in random order, so a candidate cannot tell the timed calls from
-    the check calls by position.
+    random around their targets and interleaved in random order, so a candidate cannot tell the timed calls
+    from the check calls by position.
 
     Returns milliseconds per call: `b2b` (pass 1), `stream` and `device` (pass 2), `sync_gap_ms` (what
-    `device` adds for an empty region) and the protocol used."""
+    `device` adds for an empty region), `calls` (both passes), `warmup_calls` (the estimate's and the
+    warm-up's) and the protocol used."""
     rng = random.Random()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if l2_flush else None
-    for i in range(warmup):
-        fn(i % n_inputs)
-    gaps = []
-    for _ in range(10):  # calibration: an empty region
-        torch.cuda.synchronize(device)
-        e1, e2 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e1.record()
-        torch.cuda.synchronize(device)
-        e2.record()
-        torch.cuda.synchronize(device)
-        gaps.append(e1.elapsed_time(e2))
-    n_b2b = trials + rng.randrange(0, max(1, trials // 5) + 1)
-    n_idle = max(10, trials // 4) + rng.randrange(0, 4)
-    order = [True] * n_idle + [False] * n_b2b
-    rng.shuffle(order)
-    b2b, idle = [], []
     call = 0
 
     def prepare() -> None:
@@ -201,6 +203,36 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
             t.mul_(PERTURB) if call % 2 == 0 else t.div_(PERTURB)
         if flush is not None:
             flush.zero_()
+
+    torch.cuda.synchronize(device)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for i in range(5):  # the estimate: like do_bench's, flush and all
+        prepare()
+        fn(i % n_inputs)
+        call += 1
+    e1.record()
+    torch.cuda.synchronize(device)
+    n_warm, target = call_counts(e0.elapsed_time(e1) / 5, warmup, trials)
+    for i in range(n_warm):
+        prepare()
+        fn(i % n_inputs)
+        call += 1
+    warmup_calls, call = call, 0
+    gaps = []
+    for _ in range(10):  # calibration: an empty region
+        torch.cuda.synchronize(device)
+        g1, g2 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        g1.record()
+        torch.cuda.synchronize(device)
+        g2.record()
+        torch.cuda.synchronize(device)
+        gaps.append(g1.elapsed_time(g2))
+    n_b2b = target + rng.randrange(0, max(1, target // 5) + 1)
+    n_idle = max(10, trials // 4) + rng.randrange(0, 4)
+    order = [True] * n_idle + [False] * n_b2b
+    rng.shuffle(order)
+    b2b, idle = [], []
 
     for is_idle in order:
         prepare()
@@ -223,11 +255,12 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     torch.cuda.synchronize(device)
     return {"b2b": [s.elapsed_time(e) for s, e in b2b], "stream": [s.elapsed_time(e) for s, e, _ in idle],
             "device": [s.elapsed_time(d) for s, _, d in idle], "sync_gap_ms": statistics.median(gaps),
-            "calls": call, "flush_bytes": L2_FLUSH_BYTES if l2_flush else 0}
+            "calls": call, "warmup_calls": warmup_calls,
+            "flush_bytes": L2_FLUSH_BYTES if l2_flush else 0}
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
-TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled+gpu-exclusive/5"  # part of the reference-time cache key: a new protocol, new times
+TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled+gpu-exclusive+warmup-25ms-rep-100ms/6"  # part of the reference-time cache key: a new protocol, new times
 
 
 def runtime_of(ms: dict) -> tuple[float, dict, bool]:

@@ -127,6 +127,14 @@ def judge_clock_bound(runtime: float, *, calls: int, wall_ms: float,
     return runtime, []
 
 
+def warmup_calls(reply: dict, minimum: int) -> int:
+    """The untimed calls of a timing op (`harness.time_calls`: its estimate and warm-up, sized by time),
+    bounded by what the protocol can have made: a count the candidate's process inflates would thin the
+    judge's clock bound per call."""
+    n = int(reply.get("warmup_calls") or minimum)
+    return max(minimum, min(n, 5 + max(minimum, harness.MAX_CALLS)))
+
+
 def mode_name(train: bool, grad: bool) -> str:
     return f"{'train' if train else 'eval'} mode, {'grad' if grad else 'no_grad'}"
 
@@ -547,7 +555,7 @@ class TrialChecks:
         if rows is None:
             return
         self.timed_work = kernel_work(rows, self.kernel_names)
-        self.timed_calls = int(cand.get("calls") or 0) + int(opts.warmup)
+        self.timed_calls = int(cand.get("calls") or 0) + warmup_calls(cand, opts.warmup)
         eager, compiled, protocol_ms = self._reference_times()
         runtime, more = judge_clock_bound(runtime, calls=self.timed_calls,
                                           wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
@@ -614,7 +622,7 @@ class TrialChecks:
             wall_ms = (time.monotonic() - t0) * 1000.0
         finally:
             prof.stop()
-        return wall_ms / (int(ms["calls"]) + int(opts.warmup))
+        return wall_ms / (int(ms["calls"]) + warmup_calls(ms, opts.warmup))
 
     def _time_reference(self, inputs: list, mode: str) -> float | None:
         """The reference's runtime in `mode` (eager | compile), timed without a profiler, as do_bench times

@@ -471,7 +471,8 @@ def protocol_of(opts: T.EvalOptions, cuda: bool) -> dict:
         p.update(timing_method="do_bench: back-to-back, L2 flush, median; interleaved idle-start check; "
                                "candidate under the device profiler in every op; the GPU held exclusively by "
                                "the measurement (no other drk work on it)",
-                 timing_protocol=harness.TIMING_PROTOCOL,
+                 timing_protocol=harness.TIMING_PROTOCOL, warmup_ms=harness.WARMUP_MS, rep_ms=harness.REP_MS,
+                 max_calls=harness.MAX_CALLS,
                  l2_flush_bytes=harness.L2_FLUSH_BYTES if opts.l2_flush else 0)
     return p
 
