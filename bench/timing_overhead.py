@@ -6,10 +6,13 @@ For each short pair (a level-1 task scaled down, its shipped solution), in one p
 candidate and the reference several ways and prints the median ms (and the 10th/90th percentiles) of each:
 - `do_bench`: triton.testing.do_bench, the referee's number;
 - `drk`: drk's `harness.time_calls` (its back-to-back pass, the runtime drk reports) on the same call;
-- `drk+prof`, `do_bench+prof`: the same inside the device profiler drk runs every candidate op under;
+- `drk_5calls`: the same with the call counts drk used before it sized them by time (5 warm-up calls,
+  100 timed), each of these three after `--idle-s` seconds with the GPU idle (as between two evaluations);
+- `drk+prof`, `do_bench+prof`: inside the device profiler drk runs every candidate op under;
 - `*_after`: do_bench again once a profiler has started and stopped in this process (does the profiler's
   cost outlive it?).
-The differences name the cost: protocol (drk vs do_bench), profiler (+prof vs plain), lingering (_after).
+The differences name the cost: warm-up (drk_5calls vs drk), protocol (drk vs do_bench), profiler (+prof vs
+plain), lingering (_after).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,9 +51,15 @@ def bench_do(fn) -> dict:
     return stats(ms)
 
 
-def bench_drk(fn, inputs) -> dict:
-    out = harness.time_calls(lambda i: fn(), "cuda", warmup=10, trials=100, l2_flush=True,
-                             perturb=harness.floating_tensors(inputs))
+def bench_drk(fn, inputs, by_time: bool = True) -> dict:
+    spans = harness.WARMUP_MS, harness.REP_MS
+    if not by_time:  # the earlier protocol: counts only
+        harness.WARMUP_MS = harness.REP_MS = 0.0
+    try:
+        out = harness.time_calls(lambda i: fn(), "cuda", warmup=5, trials=100, l2_flush=True,
+                                 perturb=harness.floating_tensors(inputs))
+    finally:
+        harness.WARMUP_MS, harness.REP_MS = spans
     return stats(out["b2b"])
 
 
@@ -58,6 +68,7 @@ def main() -> None:
     ap.add_argument("--kernelbench", type=Path, required=True)
     ap.add_argument("--pairs", default=PAIRS)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--idle-s", type=float, default=1.0, help="GPU idle before each of the first three timings")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="overhead-"))
     start_profiler = harness.profiler_factory()
@@ -77,9 +88,12 @@ def main() -> None:
             for who, m in (("ref", ref), ("cand", cand)):
                 fn = (lambda m=m: m(*inputs))
                 plain = harness.plain_outputs
-                fn_drk = (lambda m=m: plain(m(*inputs)))  # what drk's time op calls for a candidate
-                row[f"{who}_do_bench"] = bench_do(fn)
-                row[f"{who}_drk"] = bench_drk(fn_drk if who == "cand" else fn, inputs)
+                fn_drk = (lambda m=m: plain(m(*inputs))) if who == "cand" else fn  # what drk's time op calls
+                for name, run in (("do_bench", lambda: bench_do(fn)), ("drk", lambda: bench_drk(fn_drk, inputs)),
+                                  ("drk_5calls", lambda: bench_drk(fn_drk, inputs, by_time=False))):
+                    torch.cuda.synchronize()
+                    time.sleep(a.idle_s)
+                    row[f"{who}_{name}"] = run()
             for who, m in (("ref", ref), ("cand", cand)):
                 fn = (lambda m=m: m(*inputs))
                 prof = start_profiler()
