@@ -4,7 +4,7 @@ Reads the run folders `bash bench/gpu_session.sh learn` leaves (one per seed: R/
 R/rl, R/heldout-rl) and writes, next to OUT:
 - OUT.png: reward_mean and the share of correct turns per RL step, one line per seed;
 - OUT.json and a printed table: held-out correct@1 (turn 1, one sample per episode) and geomean speedup of
-  the correct ones, before RL (the SFT policy) and after RL, per seed.
+  the correct ones, and the held-out tasks solved at least once, before RL (the SFT policy) and after RL, per seed.
 
     python3 bench/learning_gpu_report.py RUN_SEED0 RUN_SEED1 --out docs/measurements/learning-gpu
 """
@@ -30,8 +30,11 @@ def _heldout(run: Path, name: str) -> dict:
         s = json.loads((run / name / "summary.json").read_text())["per_turn"]["turn_1"]
     except (OSError, ValueError, KeyError):
         return {}
+    rows = _rows(run / name / "results.jsonl")
     return {"n": s.get("n"), "correct_at_1": s.get("correct"), "compiled": s.get("compiled"),
-            "geomean_speedup": s.get("geomean_speedup"), "infra_errors": s.get("infra_errors")}
+            "geomean_speedup": s.get("geomean_speedup"), "infra_errors": s.get("infra_errors"),
+            "tasks": len({r.get("task") for r in rows}),
+            "tasks_solved": len({r.get("task") for r in rows if r.get("correct")})}
 
 
 def _ends(steps: list[dict], k: int = ENDS) -> dict:
