@@ -11,8 +11,10 @@ candidate and the reference several ways and prints the median ms (and the 10th/
 - `drk+prof`, `do_bench+prof`: inside the device profiler drk runs every candidate op under;
 - `*_after`: do_bench again once a profiler has started and stopped in this process (does the profiler's
   cost outlive it?).
+- `*_loop_*`: `host_ahead`, do_bench's loop and drk's (with its in-place rescaling, and under the profiler):
+  the host's enqueue time per iteration against the device's, and whether the loop is host-bound.
 The differences name the cost: warm-up (drk_5calls vs drk), protocol (drk vs do_bench), profiler (+prof vs
-plain), lingering (_after).
+plain), lingering (_after), host-bound loop (_loop_).
 """
 from __future__ import annotations
 
@@ -63,6 +65,35 @@ def bench_drk(fn, inputs, by_time: bool = True) -> dict:
     return stats(out["b2b"])
 
 
+def host_ahead(fn, inputs, *, perturb: bool, n: int = 500) -> dict:
+    """Is the host ahead of the GPU in a back-to-back timing loop? n iterations of [rescale the inputs in
+    place (drk) or not (do_bench); flush the L2; start event; fn; end event], then the host's enqueue time
+    and the device's total per iteration, and the median event time. When enqueueing takes as long as the
+    device, the loop is host-bound: each call's events then include host time (launch gaps), and the
+    protocol's own host work per iteration (the rescaling's launch) is what tips it."""
+    flush = torch.empty(harness.L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    xs = harness.floating_tensors(inputs) if perturb else []
+    for _ in range(50):  # warm
+        flush.zero_()
+        fn()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i, (s, e) in enumerate(events):
+        for t in xs:
+            t.mul_(harness.PERTURB) if i % 2 == 0 else t.div_(harness.PERTURB)
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    ms = [s.elapsed_time(e) for s, e in events]
+    return {"enqueue_us": round((t1 - t0) / n * 1e6, 2), "device_us": round((t2 - t0) / n * 1e6, 2),
+            "host_bound": (t2 - t1) < 0.05 * (t2 - t0), **stats(ms)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernelbench", type=Path, required=True)
@@ -104,8 +135,20 @@ def main() -> None:
                     prof.stop()
             for who, m in (("ref", ref), ("cand", cand)):
                 row[f"{who}_do_bench_after"] = bench_do(lambda m=m: m(*inputs))
+            # the host-ahead check: do_bench's loop, drk's, drk's profiled
+            for who, m in (("ref", ref), ("cand", cand)):
+                fn = (lambda m=m: m(*inputs))
+                row[f"{who}_loop_do_bench"] = host_ahead(fn, inputs, perturb=False)
+                row[f"{who}_loop_drk"] = host_ahead(fn, inputs, perturb=True)
+                prof = start_profiler()
+                try:
+                    row[f"{who}_loop_drk+prof"] = host_ahead(fn, inputs, perturb=True)
+                finally:
+                    prof.stop()
         report[pair] = row
-        print(pair, json.dumps({k: v["median"] for k, v in row.items()}), flush=True)
+        print(pair, json.dumps({k: (v["median"] if "enqueue_us" not in v else
+                                     [v["median"], v["enqueue_us"], v["device_us"], v["host_bound"]])
+                                 for k, v in row.items()}), flush=True)
     if a.out:
         a.out.write_text(json.dumps(report, indent=1))
 
