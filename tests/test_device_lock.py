@@ -135,3 +135,9 @@ def test_the_lock_is_keyed_by_the_gpu():
         pytest.skip("no CUDA device")
     a, b = for_device("cuda:0"), for_device("cuda")
     assert isinstance(a, DeviceLock) and a.path == b.path and "drk-gpu-" in a.path
+
+
+def test_a_lock_folder_that_cannot_be_used_fails_at_start_with_its_name(tmp_path):
+    missing = tmp_path / "no-such-dir"
+    with pytest.raises(OSError, match="DRK_LOCK_DIR"):
+        DeviceLock("gpu-test", str(missing))

@@ -38,6 +38,12 @@ class DeviceLock:
         base = os.path.join(directory or lock_dir(), f"drk-gpu-{safe}")
         self.path, self.turnstile_path = base + ".lock", base + ".turnstile"
         self._local = threading.local()  # each thread holds through its own descriptor (flock is per descriptor)
+        for path in (self.path, self.turnstile_path):  # a lock that cannot be taken fails the judge's start,
+            try:                                         # never an evaluation (which would read as the candidate's)
+                os.close(self._open(path))
+            except OSError as e:
+                raise OSError(f"cannot open the GPU lock file {path} ({e.strerror}); set DRK_LOCK_DIR to a "
+                              "writable folder shared by every drk evaluator on this host") from None
 
     def _open(self, path: str) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
