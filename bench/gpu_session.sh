@@ -94,7 +94,7 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft 2>&1 | tail -3
   for CH in ${CHUNKS:-1 2}; do
     echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / 2 )) python3 bench/rl_vs_trl.py --model $R/sft \
-      --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --steps 2 \
+      --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps 2 \
       --eval-workers 4 --overlap-chunks $CH --sides $([ $CH = 1 ] && echo drk,trl || echo drk) --out $OUT/rvt-c$CH 2>&1 | cut -c1-900
   done
   find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null

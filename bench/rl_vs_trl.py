@@ -4,17 +4,17 @@
         --prompts 4 --rollouts 8 --max-new-tokens 512 --steps 3 --eval-workers 4 --out OUT
 
 Both sides: the same model (a local checkpoint such as a `drk sft` output that writes kernels, or an offline
-size name built at random), the same prompts (drk's first-turn prompt for each task), B prompts x N
-completions of up to L new tokens per step, one optimizer step per batch, lr 1e-6, no KL, single turn (the
-shapes TRL's trainer has). With `--reward eval` (default) both sides score every completion with drk's
-evaluator and drk's reward: drk through its episode loop (with `--overlap-chunks`, evaluation of one chunk
-runs while the next is generated), TRL through a reward function that calls the same evaluator with the same
-number of workers; `--reward zero` gives TRL a constant reward (generation + training only). On CUDA a
+size name built at random), the same prompts (drk's first-turn prompt for each task), B prompts x N completions
+of up to L new tokens per step (`--temperature`, 1.0 by default), one optimizer step per batch, lr 1e-6, no KL,
+single turn (the shapes TRL's trainer has). With `--reward eval` (default) both sides score every completion
+with drk's evaluator and drk's reward: drk through its episode loop (with `--overlap-chunks`, evaluation of one
+chunk runs while the next is generated), TRL through a reward function that calls the same evaluator with the
+same number of workers; `--reward zero` gives TRL a constant reward (generation + training only). On CUDA a
 sampler reads the GPU's utilisation (nvidia-smi, every 200 ms) while each side trains: the idle share is the
-fraction of samples under 5 %. Reported: seconds per step, steps per hour, idle share, and TRL's seconds
-inside the reward function. `--sides gen` times generation alone: drk's engine with its CUDA-graph decoder
-and with the eager dynamic-cache loop, seeded and unseeded (and whether two seeded graph calls repeat),
-transformers' generate, and with `--hf-static` generate with a static compiled cache.
+fraction of samples under 5 %. Reported: seconds per step, steps per hour, idle share, and TRL's seconds inside
+the reward function. `--sides gen` times generation alone: drk's engine with its CUDA-graph decoder and with the
+eager dynamic-cache loop, seeded and unseeded (and whether two seeded graph calls repeat), transformers'
+generate, and with `--hf-static` generate with a static compiled cache.
 Writes OUT/rl_vs_trl.json.
 """
 from __future__ import annotations
@@ -83,7 +83,8 @@ def run_drk(a, out: Path) -> dict:
     cfg = load_config(RLConfig, None, {
         "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,
         "steps": a.steps, "prompts_per_step": a.prompts, "rollouts": a.rollouts, "turns": a.turns, "lr": 1e-6,
-        "max_new_tokens": a.max_new_tokens, "micro_batch_tokens": a.micro_batch_tokens, "checkpoint_every": 1000,
+        "max_new_tokens": a.max_new_tokens, "temperature": a.temperature, "micro_batch_tokens": a.micro_batch_tokens,
+        "checkpoint_every": 1000,
         "eval_device": a.eval_device, "eval_workers": a.eval_workers, "eval_cache": False, "log_rollouts": False,
         "seed": 0, **({"overlap_chunks": a.overlap_chunks} if a.overlap_chunks > 1 else {})})
     t0 = time.time()
@@ -149,7 +150,7 @@ def run_trl(a, out: Path) -> dict:
 
     args = GRPOConfig(output_dir=str(out / "trl"), learning_rate=1e-6, max_steps=a.steps, num_generations=a.rollouts,
                       per_device_train_batch_size=a.prompts * a.rollouts, gradient_accumulation_steps=1,
-                      max_completion_length=a.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0, beta=0.0,
+                      max_completion_length=a.max_new_tokens, temperature=a.temperature, top_p=1.0, top_k=0, beta=0.0,
                       bf16=cuda, use_cpu=not cuda, logging_steps=1, save_strategy="no", report_to=[],
                       disable_tqdm=True, seed=0)
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
@@ -264,6 +265,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--temperature", type=float, default=1.0,
+                    help="both sides' sampling temperature: a policy's own (the CPU smoke model writes code at 0.6, "
+                         "mostly noise at 1.0, so at 1.0 there is little for the evaluator to do)")
     ap.add_argument("--micro-batch-tokens", type=int, default=16384)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--turns", type=int, default=1, help="drk side only (TRL's trainer is single-turn)")
