@@ -100,20 +100,28 @@ def run_drk(a, out: Path) -> dict:
             "train_tokens_per_s": statistics.median(s["train_tokens_per_s"] for s in steps)}
 
 
+def first_messages(task) -> list[dict]:
+    """The first turn drk's episode gives `task` (its own prompt where the query set has one, as the synthetic
+    tasks do, else drk's KernelBench prompt): TRL must see the prompt the policy was trained on, or it samples
+    noise while drk's side samples kernels."""
+    from drk.agent.episode import EpisodeConfig, new_episode
+
+    return new_episode(task, 0, EpisodeConfig()).first_messages
+
+
 def run_trl(a, out: Path) -> dict:
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from drk.agent.prompts import initial_messages
     from drk.tasks.queries import load_queries
 
     cuda = torch.cuda.is_available()
     model, tok = load_model(a, torch.bfloat16 if cuda else torch.float32)
     tasks = load_queries(a.queries, a.problems)
     by_id = {t.id: t for t in tasks}
-    rows = [{"prompt": initial_messages(t.source), "task_id": t.id} for t in tasks]
+    rows = [{"prompt": first_messages(t), "task_id": t.id} for t in tasks]
     reward_s: list[float] = []
     pool = None
     if a.reward == "eval":
@@ -174,7 +182,6 @@ def run_gen(a, out: Path) -> dict:
     (sampling, top_k=0) as the reference point."""
     import torch
 
-    from drk.agent.prompts import initial_messages
     from drk.engines.base import SamplingParams
     from drk.engines.decoders import left_pad
     from drk.engines.local import HFEngine
@@ -187,7 +194,7 @@ def run_gen(a, out: Path) -> dict:
     engines = {"graph": HFEngine(model, tok), "dynamic": HFEngine(model, tok, decode="dynamic")}
     eng = engines["graph"]
     tasks = load_queries(a.queries, a.problems)[:a.prompts]
-    prompts = [eng.encode_conversation(initial_messages(t.source)) for t in tasks]
+    prompts = [eng.encode_conversation(first_messages(t)) for t in tasks]
     rows = [p for p in prompts for _ in range(a.rollouts)]
     report = {"rows": len(rows), "prompt_tokens_mean": statistics.fmean(len(p) for p in rows)}
 
