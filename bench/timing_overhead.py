@@ -7,7 +7,8 @@ candidate and the reference several ways and prints the median ms (and the 10th/
 - `do_bench`: triton.testing.do_bench, the referee's number;
 - `drk`: drk's `harness.time_calls` (its back-to-back pass, the runtime drk reports) on the same call;
 - `drk_5calls`: the same with the call counts drk used before it sized them by time (5 warm-up calls,
-  100 timed), each of these three after `--idle-s` seconds with the GPU idle (as between two evaluations);
+  100 timed), each of these four after `--idle-s` seconds with the GPU idle (as between two evaluations);
+- `drk_ahead`: `drk` with the timed calls enqueued behind a hold on the GPU (`harness.HostAhead`);
 - `drk+prof`, `do_bench+prof`: inside the device profiler drk runs every candidate op under;
 - `*_after`: do_bench again once a profiler has started and stopped in this process (does the profiler's
   cost outlive it?).
@@ -53,13 +54,13 @@ def bench_do(fn) -> dict:
     return stats(ms)
 
 
-def bench_drk(fn, inputs, by_time: bool = True) -> dict:
+def bench_drk(fn, inputs, by_time: bool = True, host_ahead: bool = False) -> dict:
     spans = harness.WARMUP_MS, harness.REP_MS
     if not by_time:  # the earlier protocol: counts only
         harness.WARMUP_MS = harness.REP_MS = 0.0
     try:
         out = harness.time_calls(lambda i: fn(), "cuda", warmup=5, trials=100, l2_flush=True,
-                                 perturb=harness.floating_tensors(inputs))
+                                 perturb=harness.floating_tensors(inputs), host_ahead=host_ahead)
     finally:
         harness.WARMUP_MS, harness.REP_MS = spans
     return stats(out["b2b"])
@@ -121,7 +122,8 @@ def main() -> None:
                 plain = harness.plain_outputs
                 fn_drk = (lambda m=m: plain(m(*inputs))) if who == "cand" else fn  # what drk's time op calls
                 for name, run in (("do_bench", lambda: bench_do(fn)), ("drk", lambda: bench_drk(fn_drk, inputs)),
-                                  ("drk_5calls", lambda: bench_drk(fn_drk, inputs, by_time=False))):
+                                  ("drk_5calls", lambda: bench_drk(fn_drk, inputs, by_time=False)),
+                                  ("drk_ahead", lambda: bench_drk(fn_drk, inputs, host_ahead=True))):
                     torch.cuda.synchronize()
                     time.sleep(a.idle_s)
                     row[f"{who}_{name}"] = run()

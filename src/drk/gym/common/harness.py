@@ -15,6 +15,7 @@ import os
 import random
 import statistics
 import sys
+import time
 import traceback
 import types
 from typing import Any, Callable
@@ -173,8 +174,103 @@ def call_counts(estimate_ms: float, warmup: int, trials: int) -> tuple[int, int]
             max(trials, min(MAX_CALLS, math.ceil(REP_MS / est))))
 
 
+GATE_CHUNK = 32        # timed calls enqueued behind one gate: few enough launches to stay within a stream's queue
+GATE_MARGIN = 1.5      # a gate lasts this many times the host's enqueue time for its calls (doubled on a miss)
+GATE_MAX_MS = 200.0    # one gate's ceiling
+GATE_MISSES = 3        # chunks in a row the host still fell behind (a forward that synchronises): stop gating
+GATE_FIRST_MS = 0.2    # host ms per call assumed before anything is measured
+_CALIBRATION_CYCLES = 2_000_000
+
+
+def gate_ms(host_ms_per_call: float, calls: int, margin: float, device_ms_before: float = 0.0) -> float:
+    """How long the GPU is held for `calls` calls the host enqueues at `host_ms_per_call` each, when the
+    GPU still has `device_ms_before` of earlier calls to run once the host starts on these (the previous
+    chunk, enqueued behind its own gate): the hold covers only what that head start does not."""
+    need = margin * max(host_ms_per_call, 1e-3) * calls - 0.9 * max(device_ms_before, 0.0)
+    return min(GATE_MAX_MS, max(0.0, need) + 0.02)
+
+
+def chunks(order: list[bool], size: int = GATE_CHUNK) -> list[tuple[bool, int]]:
+    """The timed pass's shuffled order (True: an idle-start call) as runs: (True, 1) per idle-start call,
+    (False, n) for up to `size` back-to-back calls in a row, in the same order."""
+    out: list[tuple[bool, int]] = []
+    for is_idle in order:
+        if is_idle or not out or out[-1][0] or out[-1][1] >= size:
+            out.append((is_idle, 1))
+        else:
+            out[-1] = (False, out[-1][1] + 1)
+    return out
+
+
+class HostAhead:
+    """Keeps the host ahead of the GPU in the back-to-back pass: before each chunk of calls the current
+    stream is held by a spin kernel (`torch.cuda._sleep`) long enough for the host to enqueue the whole
+    chunk, so every call's events time the device's work only, never a wait for the host's next launch.
+
+    Why: without it a call whose device time is close to the host's cost of enqueueing it (flush, rescaling,
+    events and the forward's launches) times the device in some loops and the host's launch latency in
+    others, and the two modes differ by 2-6x for 10-70 us kernels, for do_bench as for drk
+    (docs/measurements/timing-fidelity.md). The rule is checked, not assumed: after a chunk is enqueued the
+    gate's end event must still be pending; if the GPU had already passed it the host fell behind, the
+    chunk's calls are marked and the next gates are made twice as long; after GATE_MISSES such chunks in a
+    row (a forward that waits for the device itself) gating stops and the pass says so. The idle-start
+    pass is never gated: work a forward leaves on a side stream would run under the gate and escape it."""
+
+    def __init__(self, device: str, host_ms_per_call: float | None = None, device_ms_per_call: float = 0.0) -> None:
+        self.device = device
+        self.host_ms = host_ms_per_call or GATE_FIRST_MS
+        self.device_ms = device_ms_per_call  # the 5-call estimate: what a chunk gives the next one as head start
+        self.behind = 0  # calls of the previous chunk, still ahead of the GPU when the next gate is enqueued
+        self.margin = GATE_MARGIN
+        self.in_a_row = self.missed = self.chunks = 0
+        self.held_ms = 0.0
+        self.off = False
+        torch.cuda.synchronize(device)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        torch.cuda._sleep(_CALIBRATION_CYCLES)
+        b.record()
+        torch.cuda.synchronize(device)
+        self.cycles_per_ms = _CALIBRATION_CYCLES / max(a.elapsed_time(b), 1e-3)
+
+    def hold(self, calls: int):
+        if self.off:
+            return None
+        ms = gate_ms(self.host_ms, calls, self.margin, self.device_ms * self.behind)
+        torch.cuda._sleep(int(ms * self.cycles_per_ms))
+        end = torch.cuda.Event()
+        end.record()
+        self.held_ms += ms
+        return end, time.perf_counter()
+
+    def release(self, held, calls: int) -> bool:
+        """After a chunk's calls are enqueued: True if the GPU was still held (every call device-bound)."""
+        if held is None:
+            return False
+        end, t0 = held
+        self.host_ms = (time.perf_counter() - t0) * 1000.0 / calls
+        self.chunks += 1
+        if end.query():  # the gate had ended before the host finished: some calls waited for the host
+            self.missed += 1
+            self.in_a_row += 1
+            self.margin *= 2
+            self.off = self.in_a_row >= GATE_MISSES
+            self.behind = 0
+            return False
+        self.in_a_row = 0
+        self.behind = calls
+        return True
+
+    def idle_start(self) -> None:
+        """An idle-start call synchronised the device: the next chunk has no head start."""
+        self.behind = 0
+
+    def report(self) -> dict:
+        return {"chunks": self.chunks, "missed": self.missed, "held_ms": round(self.held_ms, 3), "off": self.off}
+
+
 def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: int, l2_flush: bool,
-               n_inputs: int = 1, perturb: list[torch.Tensor] = ()) -> dict:
+               n_inputs: int = 1, perturb: list[torch.Tensor] = (), host_ahead: bool = False) -> dict:
     """Time `fn(k)` (k = index of the input set to use, rotating) on a CUDA device, in two passes.
 
     Call counts follow do_bench: 5 calls estimate the time of one (flush included), then warm-up calls
@@ -189,11 +285,13 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     synchronised again after it, so work left on a side stream or in a thread shows up as the gap between
     the stream's end event and device idle (`runtime_of` uses it). Both passes' call counts are drawn at
     random around their targets and interleaved in random order, so a candidate cannot tell the timed calls
-    from the check calls by position.
+    from the check calls by position. With `host_ahead`, pass 1 is enqueued in chunks behind a gate
+    (`HostAhead`), so its calls time the device's work even where the host is slower than the GPU; calls of
+    chunks the host fell behind in are left out when at least half of the pass remains.
 
     Returns milliseconds per call: `b2b` (pass 1), `stream` and `device` (pass 2), `sync_gap_ms` (what
     `device` adds for an empty region), `calls` (both passes), `warmup_calls` (the estimate's and the
-    warm-up's) and the protocol used."""
+    warm-up's), `gate` (with `host_ahead`) and the protocol used."""
     rng = random.Random()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if l2_flush else None
     call = 0
@@ -214,10 +312,13 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     e1.record()
     torch.cuda.synchronize(device)
     n_warm, target = call_counts(e0.elapsed_time(e1) / 5, warmup, trials)
+    t_warm = time.perf_counter()
     for i in range(n_warm):
         prepare()
         fn(i % n_inputs)
         call += 1
+    gate = (HostAhead(device, (time.perf_counter() - t_warm) * 1000.0 / max(1, n_warm), e0.elapsed_time(e1) / 5)
+            if host_ahead else None)
     warmup_calls, call = call, 0
     gaps = []
     for _ in range(10):  # calibration: an empty region
@@ -234,10 +335,10 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
     rng.shuffle(order)
     b2b, idle = [], []
 
-    for is_idle in order:
-        prepare()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for is_idle, n in chunks(order):
         if is_idle:
+            prepare()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             done = torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize(device)
             start.record()
@@ -246,17 +347,33 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
             torch.cuda.synchronize(device)
             done.record()
             idle.append((start, end, done))
-        else:
+            call += 1
+            if gate is not None:
+                gate.idle_start()
+            continue
+        held = gate.hold(n) if gate is not None else None
+        run = []
+        for _ in range(n):
+            prepare()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn(call % n_inputs)
             end.record()
-            b2b.append((start, end))
-        call += 1
+            run.append((start, end))
+            call += 1
+        ahead = gate.release(held, n) if gate is not None else True
+        b2b += [(s, e, ahead) for s, e in run]
     torch.cuda.synchronize(device)
-    return {"b2b": [s.elapsed_time(e) for s, e in b2b], "stream": [s.elapsed_time(e) for s, e, _ in idle],
-            "device": [s.elapsed_time(d) for s, _, d in idle], "sync_gap_ms": statistics.median(gaps),
-            "calls": call, "warmup_calls": warmup_calls,
-            "flush_bytes": L2_FLUSH_BYTES if l2_flush else 0}
+    kept = [(s, e) for s, e, ahead in b2b if ahead]
+    if len(kept) * 2 < len(b2b):
+        kept = [(s, e) for s, e, _ in b2b]
+    out = {"b2b": [s.elapsed_time(e) for s, e in kept], "stream": [s.elapsed_time(e) for s, e, _ in idle],
+           "device": [s.elapsed_time(d) for s, _, d in idle], "sync_gap_ms": statistics.median(gaps),
+           "calls": call, "warmup_calls": warmup_calls,
+           "flush_bytes": L2_FLUSH_BYTES if l2_flush else 0}
+    if gate is not None:
+        out["gate"] = {**gate.report(), "b2b_kept": len(kept)}
+    return out
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01

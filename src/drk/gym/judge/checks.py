@@ -544,7 +544,7 @@ class TrialChecks:
         res, opts = self.res, self.opts
         t0 = time.monotonic()
         hdr = {"op": "time", "keys": ["timing"], "warmup": opts.warmup, "trials": opts.timing_trials,
-               "l2_flush": opts.l2_flush, "train": True}
+               "l2_flush": opts.l2_flush, "host_ahead": opts.host_ahead, "train": True}
         cand, _ = self.j.call(hdr, deadline=self.deadline)
         if not cand.get("ok"):
             self._fail(cand)
@@ -573,6 +573,10 @@ class TrialChecks:
                 res.flags.append(T.EXCESSIVE_SPEEDUP)
         res.runtime_ms, res.runtime_stats = runtime, stats
         res.protocol["gpu_clocks"] = harness.gpu_clocks()
+        gate = cand.get("gate")
+        if isinstance(gate, dict):  # the candidate process's account of its gates: for the reader, decides nothing
+            res.protocol["timing_gate"] = {k: gate[k] for k in ("chunks", "missed", "held_ms", "off", "b2b_kept")
+                                           if isinstance(gate.get(k), (int, float, bool))}
         res.speedup = eager / runtime if eager and runtime else None
         res.speedup_compile = compiled / runtime if compiled and runtime else None
         res.phase_seconds["timing"] = time.monotonic() - t0
@@ -590,7 +594,7 @@ class TrialChecks:
         inputs = None  # regenerated only when a mode is not cached yet: the judge keeps no private copy
         sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
                j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush,
-               harness.TIMING_PROTOCOL)
+               harness.TIMING_PROTOCOL) + (("host_ahead",) if opts.host_ahead else ())
         out = []
         for mode in ("eager", "compile", "protocol"):
             if mode == "compile" and not opts.compile_baseline:
@@ -618,7 +622,8 @@ class TrialChecks:
         prof = harness.profiler_factory()()
         try:
             ms = harness.time_calls(lambda i: None, self.device, warmup=opts.warmup, trials=opts.timing_trials,
-                                    l2_flush=opts.l2_flush, perturb=harness.floating_tensors(inputs))
+                                    l2_flush=opts.l2_flush, perturb=harness.floating_tensors(inputs),
+                                    host_ahead=opts.host_ahead)
             wall_ms = (time.monotonic() - t0) * 1000.0
         finally:
             prof.stop()
@@ -640,7 +645,7 @@ class TrialChecks:
             with torch.no_grad():
                 ms = harness.time_calls(lambda i: fn(*inputs), self.device, warmup=self.opts.warmup,
                                         trials=self.opts.timing_trials, l2_flush=self.opts.l2_flush,
-                                        perturb=harness.floating_tensors(inputs))
+                                        perturb=harness.floating_tensors(inputs), host_ahead=self.opts.host_ahead)
         except Exception:  # torch.compile can fail on exotic references; the eager baseline still stands
             if mode == "eager":
                 raise

@@ -300,7 +300,8 @@ class Runner:
         with torch.no_grad():
             ms = self.harness.time_calls(call, self.device, warmup=h["warmup"], trials=h["trials"],
                                          l2_flush=h["l2_flush"], n_inputs=len(sets),
-                                         perturb=self.harness.floating_tensors(sets))
+                                         perturb=self.harness.floating_tensors(sets),
+                                         host_ahead=bool(h.get("host_ahead")))
         self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
 
     def op_profile(self, h: dict, payload) -> None:

@@ -1,0 +1,113 @@
+"""The host-ahead gate of the timed pass (`harness.HostAhead`): chunks, gate lengths, and the check that
+the host really was ahead. The GPU test runs where there is a CUDA device (bench/gpu_session.sh verify)."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+
+from drk.gym.common import harness
+from drk.gym.common.harness import GATE_CHUNK, GATE_MAX_MS, GATE_MISSES, HostAhead, chunks, gate_ms
+
+
+def test_chunks_keep_the_shuffled_order_and_put_each_idle_start_call_alone():
+    order = [False] * 70 + [True] + [False] * 3 + [True, True] + [False]
+    runs = chunks(order, size=32)
+    assert runs == [(False, 32), (False, 32), (False, 6), (True, 1), (False, 3), (True, 1), (True, 1), (False, 1)]
+    flat = [is_idle for is_idle, n in runs for _ in range(n)]
+    assert flat == order
+
+
+def test_no_chunk_is_longer_than_a_streams_queue_allows():
+    assert all(n <= GATE_CHUNK for _, n in chunks([False] * 1000))
+
+
+def test_a_gate_covers_the_hosts_enqueue_time_with_margin_and_is_capped():
+    assert gate_ms(0.1, 32, 1.5) == pytest.approx(1.5 * 0.1 * 32 + 0.02)
+    assert gate_ms(100.0, 32, 1.5) == GATE_MAX_MS
+
+
+def test_the_previous_chunks_device_time_is_a_head_start_the_gate_does_not_repeat():
+    # 32 calls at 0.1 ms of host each, the GPU still busy with 32 x 0.08 ms of the previous chunk
+    assert gate_ms(0.1, 32, 1.5, 32 * 0.08) == pytest.approx(1.5 * 3.2 - 0.9 * 2.56 + 0.02)
+    # a device-bound kernel needs no hold at all once the first chunk is running
+    assert gate_ms(0.1, 32, 1.5, 32 * 1.0) == pytest.approx(0.02)
+
+
+class _Gate:
+    def __init__(self, passed: bool) -> None:
+        self.passed = passed
+
+    def query(self) -> bool:  # CUDA event semantics: True once the GPU has passed it
+        return self.passed
+
+
+def _gate() -> HostAhead:
+    g = HostAhead.__new__(HostAhead)  # no CUDA here: the bookkeeping only
+    g.device, g.host_ms, g.device_ms, g.behind, g.margin = "cuda", 0.1, 0.05, 0, 1.5
+    g.in_a_row = g.missed = g.chunks = 0
+    g.held_ms, g.off = 0.0, False
+    return g
+
+
+def test_a_chunk_enqueued_while_the_gpu_was_held_counts_as_host_ahead():
+    g = _gate()
+    assert g.release((_Gate(passed=False), 0.0), 32) is True
+    assert (g.missed, g.margin, g.behind) == (0, 1.5, 32)
+
+
+def test_a_chunk_the_gpu_reached_before_the_host_finished_is_marked_and_the_next_gates_grow():
+    g = _gate()
+    assert g.release((_Gate(passed=True), 0.0), 32) is False
+    assert (g.missed, g.margin, g.behind, g.off) == (1, 3.0, 0, False)
+    assert g.release((_Gate(passed=False), 0.0), 32) is True and g.in_a_row == 0
+
+
+def test_a_forward_that_keeps_the_host_behind_ends_gating_and_says_so():
+    g = _gate()
+    for _ in range(GATE_MISSES):
+        assert g.release((_Gate(passed=True), 0.0), 8) is False
+    assert g.off and g.hold(8) is None
+    assert g.report() == {"chunks": GATE_MISSES, "missed": GATE_MISSES, "held_ms": 0.0, "off": True}
+
+
+def test_an_idle_start_call_leaves_the_next_chunk_no_head_start():
+    g = _gate()
+    g.release((_Gate(passed=False), 0.0), 32)
+    g.idle_start()
+    assert g.behind == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gated_timing_of_a_short_kernel_is_its_device_time_not_the_hosts():
+    x = torch.randn(1 << 16, device="cuda")
+
+    def call(i: int):  # a few launches per call, ~2 us each on an H200: host-bound without the gate
+        y = x
+        for _ in range(4):
+            y = torch.relu(y)
+        return y
+
+    gated = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=True, host_ahead=True)
+    assert gated["gate"]["chunks"] > 0 and gated["gate"]["b2b_kept"] == len(gated["b2b"])
+    assert gated["gate"]["missed"] * 2 <= gated["gate"]["chunks"]
+    # graph replay has no host in it: the device time of the same launches
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call(0)
+        with torch.cuda.graph(g):
+            call(0)
+    torch.cuda.current_stream().wait_stream(s)
+    replay = []
+    for _ in range(50):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        replay.append(a.elapsed_time(b))
+    assert statistics.median(gated["b2b"]) <= 2.0 * statistics.median(replay) + 0.01
