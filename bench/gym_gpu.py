@@ -12,6 +12,7 @@ Parts (each writes OUTDIR/<part>.json and prints a short table; a failing part d
 from __future__ import annotations
 
 import argparse
+import os
 import functools
 import json
 import statistics
@@ -158,7 +159,7 @@ def part_isolation(kb: Path, out: Path) -> dict:
     result = {}
     for mode, unsafe in (("sandbox_on", False), ("sandbox_off", True)):
         reqs = [EvalRequest(task, src + f"\n# {mode}\n", opts, solution=name) for task, src, name in pairs]
-        workers = 4 if DEVICE == "cuda" else 2
+        workers = int(os.environ.get("GYM_WORKERS") or (4 if DEVICE == "cuda" else 2))
         with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
             pool.evaluate_batch(reqs[:workers])  # every slot's judge and fork server start outside the measurement
             t0 = time.time()
@@ -172,7 +173,8 @@ def part_isolation(kb: Path, out: Path) -> dict:
                         "median_beyond_gpu_work_s": statistics.median(beyond),
                         "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                             for k in ("total", "load", "reference", "compile", "correctness",
-                                                      "timing", "profile")}}
+                                                      "timing", "profile", "gpu_lock_wait")},
+                        "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res})}
     return result
 
 

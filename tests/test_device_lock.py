@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from drk.gym.judge import devicelock
 from drk.gym.judge.devicelock import DeviceLock, NoLock, for_device
 
 CTX = mp.get_context("fork")
@@ -141,3 +142,11 @@ def test_a_lock_folder_that_cannot_be_used_fails_at_start_with_its_name(tmp_path
     missing = tmp_path / "no-such-dir"
     with pytest.raises(OSError, match="DRK_LOCK_DIR"):
         DeviceLock("gpu-test", str(missing))
+
+
+def test_an_operator_can_turn_the_lock_off_to_measure_its_cost(monkeypatch):
+    monkeypatch.setenv("DRK_GPU_LOCK", "off")
+    assert not devicelock.enabled()
+    assert isinstance(for_device("cuda:0"), NoLock)  # never asks the driver for the GPU
+    monkeypatch.setenv("DRK_GPU_LOCK", "on")
+    assert devicelock.enabled()

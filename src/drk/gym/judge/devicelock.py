@@ -126,9 +126,16 @@ class NoLock:
         yield
 
 
+def enabled() -> bool:
+    """False when the evaluator's environment says DRK_GPU_LOCK=off: an operator's switch for measuring what
+    the lock costs (every result then records `gpu_lock: off`), never a default."""
+    return os.environ.get("DRK_GPU_LOCK", "on") != "off"
+
+
 def for_device(device: str) -> DeviceLock | NoLock:
-    """The lock of the CUDA device `device` (this process's view of it) by its UUID; NoLock on CPU."""
-    if not device.startswith("cuda"):
+    """The lock of the CUDA device `device` (this process's view of it) by its UUID; NoLock on CPU and
+    where the operator turned the lock off."""
+    if not device.startswith("cuda") or not enabled():
         return NoLock()
     import torch
 

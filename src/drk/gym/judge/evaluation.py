@@ -371,6 +371,8 @@ class Judge:
         rep = static.check_source(req.source)
         if not static.rules_enabled():
             res.protocol["static_rules"] = "off"
+        if self.cuda and isinstance(self.gpu, devicelock.NoLock):  # DRK_GPU_LOCK=off: neighbours may reach its numbers
+            res.protocol["gpu_lock"] = "off"
         if not rep.ok:
             res.verdict, res.error = rep.verdict, rep.error
             phases["total"] = time.monotonic() - t_start
