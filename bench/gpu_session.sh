@@ -7,11 +7,12 @@
 #   first    the probe, the exchange benchmark, two candidates, then (only if both are ok) gym, capped by $BUDGET (570 s)
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
 #   timing   timing against an independent do_bench referee, short kernels then shipped solutions ($PAIRS: name
-#            prefixes; PROFILED=1: the referee also times under the device profiler); repeatability
+#            prefixes; PROFILED=1: the referee also times under the device profiler; HOST_AHEAD=1: both sides
+#            enqueue timed calls behind a hold on the GPU, harness.HostAhead); repeatability
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect (once per machine, shared by the seeds) -> sft
 #            ("base", 102M) -> held-out eval -> rl -> held-out eval with recipes/gpu-learn, then
 #            bench/learning_gpu_report.py; the run comes back as $OUT/learn-s$SEED.tgz
-#   rlvstrl  issue 16 part 4: template trajectories -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
+#   rlvstrl  issue 16 part 4: template trajectories (.dev/learn-collect if carried) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU, the attacks a change is about
@@ -49,8 +50,10 @@ exchange() {
 gym() {  # corpus + isolation, then the attack suite, each capped by what is left of the budget
   echo "== corpus + isolation ($SECONDS s in)"; timeout $(left ${1:-400}) python3 bench/gym_gpu.py --kernelbench $KB \
     --out $OUT/gym --parts corpus,isolation 2>&1 | cut -c1-2500
-  echo "== attacks ($SECONDS s in)"; timeout $(left) python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 \
-    | grep -v SyntaxWarning | tail -40
+  # static rules off unless STATIC=on: the early layer refuses many attacks by name (`forbidden`, which their
+  # headers do not accept), and nothing may rest on it
+  echo "== attacks, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} timeout $(left) \
+    python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | grep -v SyntaxWarning | tail -40
 }
 case "$PART" in
 first)
@@ -68,7 +71,7 @@ gym)
   ;;
 timing)
   timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 \
-    --only "${PAIRS:-}" ${PROFILED:+--profiled} 2>&1 | tail -70
+    --only "${PAIRS:-}" ${PROFILED:+--profiled} ${HOST_AHEAD:+--host-ahead} 2>&1 | tail -70
   ;;
 learn)
   # One teacher data set for every seed (the data are the user's, fixed; a seed is the policy's init, SFT order
@@ -89,19 +92,22 @@ learn)
     --exclude=checkpoints --exclude=final --exclude="eval_cache.sqlite" --exclude=tensorboard learn-s$SEED
   ;;
 rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
-  R=$OUT/rvt; D="python3 -m drk"
-  echo "== collect ($SECONDS s)"; timeout $(left 110) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect --set samples=1 2>&1 | tail -3
+  R=/tmp/rvt; D="python3 -m drk"  # $OUT takes 8 files: only the reports go there
+  # The teacher data of an earlier `learn` call, carried in .dev/learn-collect, when there is one (the same recipe's
+  # template trajectories, judged on this GPU kind): collecting again takes ~130 s of the call's 600.
+  if [ -s .dev/learn-collect/trajectories.jsonl ]; then mkdir -p $R && cp -r .dev/learn-collect $R/collect; else
+    echo "== collect ($SECONDS s)"; timeout $(left 170) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect 2>&1 | tail -3; fi
   echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft 2>&1 | tail -3
-  for CH in ${CHUNKS:-1 2}; do
-    echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / 2 )) python3 bench/rl_vs_trl.py --model $R/sft \
+  for CH in ${CHUNKS:-1 2}; do  # each run gets an equal share of what is left
+    echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / $(echo ${CHUNKS:-1 2} | wc -w) )) python3 bench/rl_vs_trl.py --model $R/sft \
       --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps 2 \
-      --eval-workers 4 --overlap-chunks $CH --sides $([ $CH = 1 ] && echo drk,trl || echo drk) --out $OUT/rvt-c$CH 2>&1 | cut -c1-900
+      --eval-workers 4 --overlap-chunks $CH --sides $([ $CH = 1 ] && echo drk,trl || echo drk) --out $R-c$CH 2>&1 | cut -c1-900
+    mkdir -p $OUT/rvt-c$CH; cp $R-c$CH/rl_vs_trl.json $OUT/rvt-c$CH/; cp $R-c$CH/drk/metrics.jsonl $OUT/rvt-c$CH/drk_metrics.jsonl
   done
-  find $R \( -name "*.safetensors" -o -name "*.bin" -o -name "*.pt" \) -delete 2>/dev/null
   ;;
 verify)
   echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py tests/test_decode_gpu.py \
-    2>&1 | tail -3
+    tests/test_host_ahead.py 2>&1 | tail -3
   echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 python3 -m pytest -q -x \
     tests/test_server_kernelgym.py 2>&1 | tail -3
   # The attacks a change is about run with the static rules off unless STATIC=on: the early layer refuses many
@@ -111,7 +117,8 @@ verify)
     python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 --out $OUT/attacks_verify.json 2>&1 \
     | grep -v SyntaxWarning | tail -12
   echo "== timing ($SECONDS s in)"; timeout $(left) python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing \
-    --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) ${PROFILED:+--profiled} 2>&1 | tail -30
+    --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) ${PROFILED:+--profiled} \
+    ${HOST_AHEAD:+--host-ahead} 2>&1 | tail -30
   ;;
 serve)
   echo "== kernelgym sequence"; DRK_TEST_DEVICE=cuda timeout 250 python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -8
