@@ -28,13 +28,14 @@ from drk.gym import EvalOptions, EvalRequest, LocalPool  # noqa: E402
 from drk.tasks import task_from_file  # noqa: E402
 
 DEVICE = os.environ.get("DRK_BENCH_DEVICE", "cuda")  # "cpu" only to dry-run this script
+HOST_AHEAD = False  # --host-ahead: the GPU attacks against the gated timing pass (EvalOptions.host_ahead)
 
 
 def options(h: dict) -> EvalOptions:
     timeout = h["timeout"] if "timeout" in h["_raw"] else 300.0
     if DEVICE == "cpu":
         return EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=timeout)
-    return EvalOptions(device=DEVICE, timeout_s=timeout)
+    return EvalOptions(device=DEVICE, timeout_s=timeout, host_ahead=HOST_AHEAD)
 
 
 def attack_request(p: Path, label: str | None = None) -> EvalRequest:
@@ -55,7 +56,10 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated prefixes of attack file names")
     ap.add_argument("--workers", type=int, default=4, help="pool workers for the main batch (spread over the GPUs)")
     ap.add_argument("--no-pairs", action="store_true", help="skip the then= poisoner/follower runs")
+    ap.add_argument("--host-ahead", action="store_true", help="time with EvalOptions(host_ahead=True)")
     args = ap.parse_args()
+    global HOST_AHEAD
+    HOST_AHEAD = args.host_ahead
 
     for p in ta.ATTACKS:  # keep the raw header to know whether timeout= was given
         ta.HEADERS[p.name]["_raw"] = dict(kv.split("=", 1) for kv in p.read_text().splitlines()[0].split(":", 1)[1].split())

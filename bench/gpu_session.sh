@@ -100,7 +100,7 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft 2>&1 | tail -3
   for CH in ${CHUNKS:-1 2}; do  # each run gets an equal share of what is left
     echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / $(echo ${CHUNKS:-1 2} | wc -w) )) python3 bench/rl_vs_trl.py --model $R/sft \
-      --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps 2 \
+      --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps ${STEPS:-4} \
       --eval-workers 4 --overlap-chunks $CH --sides $([ $CH = 1 ] && echo drk,trl || echo drk) --out $R-c$CH 2>&1 | cut -c1-900
     mkdir -p $OUT/rvt-c$CH; cp $R-c$CH/rl_vs_trl.json $OUT/rvt-c$CH/; cp $R-c$CH/drk/metrics.jsonl $OUT/rvt-c$CH/drk_metrics.jsonl
   done
@@ -114,7 +114,7 @@ verify)
   # of them by name (`forbidden`, which their headers do not accept), and nothing may rest on it.
   A=${ATTACKS:-g01,g10,g11}
   echo "== attacks $A, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} timeout 90 \
-    python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 --out $OUT/attacks_verify.json 2>&1 \
+    python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 ${HOST_AHEAD:+--host-ahead} --out $OUT/attacks_verify.json 2>&1 \
     | grep -v SyntaxWarning | tail -12
   echo "== timing ($SECONDS s in)"; timeout $(left) python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing \
     --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) ${PROFILED:+--profiled} \

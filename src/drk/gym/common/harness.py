@@ -214,7 +214,9 @@ class HostAhead:
     gate's end event must still be pending; if the GPU had already passed it the host fell behind, the
     chunk's calls are marked and the next gates are made twice as long; after GATE_MISSES such chunks in a
     row (a forward that waits for the device itself) gating stops and the pass says so. The idle-start
-    pass is never gated: work a forward leaves on a side stream would run under the gate and escape it."""
+    pass is never gated: work a forward leaves on a side stream would run under the gate and escape it.
+    A forward can tell a gated call by its busy stream; that buys nothing, since the time op's own device
+    activity must show the source's kernels doing a profiled forward's work per call (`timed_work_problem`)."""
 
     def __init__(self, device: str, host_ms_per_call: float | None = None, device_ms_per_call: float = 0.0) -> None:
         self.device = device
