@@ -111,3 +111,65 @@ def test_gated_timing_of_a_short_kernel_is_its_device_time_not_the_hosts():
         torch.cuda.synchronize()
         replay.append(a.elapsed_time(b))
     assert statistics.median(gated["b2b"]) <= 2.0 * statistics.median(replay) + 0.01
+
+
+class _FakeCuda:
+    """Just enough of torch.cuda for `time_calls`' bookkeeping on a machine without a GPU: a clock that a
+    call advances by its cost; events read it; the gate's end event reads as passed when `behind` says so."""
+
+    def __init__(self, call_ms: float, behind=lambda chunk: False) -> None:
+        self.now, self.call_ms, self.behind, self.gates, self.slept = 0.0, call_ms, behind, 0, []
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = None
+                self.gate = not enable_timing
+
+            def record(self) -> None:
+                self.t = fake.now
+                if self.gate:
+                    fake.gates += 1
+                    self.index = fake.gates
+
+            def elapsed_time(self, other) -> float:
+                return other.t - self.t
+
+            def query(self) -> bool:
+                return fake.behind(self.index)
+
+        self.Event = Event
+
+    def synchronize(self, device=None) -> None:
+        pass
+
+    def _sleep(self, cycles: int) -> None:
+        self.slept.append(cycles)
+        self.now += 1.0  # the calibration's sleep: 1 ms at any clock here
+
+
+def test_time_calls_gates_every_back_to_back_chunk_and_keeps_only_calls_the_host_was_ahead_of(monkeypatch):
+    fake = _FakeCuda(call_ms=0.5, behind=lambda gate: gate == 2)  # the second chunk's gate had passed
+    monkeypatch.setattr(harness.torch, "cuda", fake)
+
+    def call(i: int) -> None:
+        fake.now += fake.call_ms
+
+    out = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=False, host_ahead=True)
+    gate = out["gate"]
+    assert gate["chunks"] >= 4 and gate["missed"] == 1 and not gate["off"]
+    assert gate["b2b_kept"] == len(out["b2b"]) < out["calls"] - len(out["stream"])  # the missed chunk's calls left out
+    assert all(abs(ms - 0.5) < 1e-9 for ms in out["b2b"])
+    assert len(fake.slept) == gate["chunks"] + 1  # one hold per chunk, after the calibration
+
+
+def test_without_host_ahead_nothing_is_gated_and_every_call_is_kept(monkeypatch):
+    fake = _FakeCuda(call_ms=0.5)
+    monkeypatch.setattr(harness.torch, "cuda", fake)
+
+    def call(i: int) -> None:
+        fake.now += fake.call_ms
+
+    out = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=False)
+    assert "gate" not in out and not fake.slept
+    assert len(out["b2b"]) + len(out["stream"]) == out["calls"]
