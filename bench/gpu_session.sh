@@ -6,6 +6,7 @@
 #   smoke    the sandbox on this host (bubblewrap, candidate uid, CUDA in a forked child), GPU tests, a corpus entry
 #   first    the probe, the exchange benchmark, two candidates, then (only if both are ok) gym, capped by $BUDGET (570 s)
 #   gym      evaluator v2: GPU corpus, GPU attack suite, throughput with the sandbox on and off (4 workers)
+#   throughput  evaluations/min by cause: DRK_GPU_LOCK on/off x DRK_PROFILER per-op/ambient (4 workers), 12 workers
 #   timing   timing against an independent do_bench referee, short kernels then shipped solutions ($PAIRS: name
 #            prefixes; PROFILED=1: the referee also times under the device profiler; HOST_AHEAD=1: both sides
 #            enqueue timed calls behind a hold on the GPU, harness.HostAhead); repeatability
@@ -55,6 +56,14 @@ gym() {  # corpus + isolation, then the attack suite, each capped by what is lef
   echo "== attacks, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} timeout $(left) \
     python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | grep -v SyntaxWarning | tail -40
 }
+sweep() {  # evaluator throughput by cause: GPU lock on/off x profiler per-op/ambient, then 12 workers (sandbox on)
+  for cell in "on per-op 4" "off per-op 4" "on ambient 4" "off ambient 4" "on ambient 12" "on per-op 12"; do
+    set -- $cell; echo "== throughput: lock $1, profiler $2, $3 workers ($SECONDS s in)"
+    DRK_GPU_LOCK=$1 DRK_PROFILER=$2 GYM_WORKERS=$3 GYM_SANDBOX=on timeout $(left) python3 bench/gym_gpu.py \
+      --kernelbench $KB --out /tmp/sweep-$1-$2-$3 --parts isolation 2>&1 | grep -o '"evals_per_min": [0-9.]*\|"median_phases_s": {[^}]*}'
+    cp /tmp/sweep-$1-$2-$3/isolation.json $OUT/sweep-$1-$2-$3.json 2>/dev/null  # one file each: a call returns 8
+  done
+}
 case "$PART" in
 first)
   probe; exchange
@@ -68,6 +77,9 @@ smoke)
   ;;
 gym)
   gym 330
+  ;;
+throughput)
+  sweep
   ;;
 timing)
   timeout 575 python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing --budget-s 540 \

@@ -157,7 +157,9 @@ def part_isolation(kb: Path, out: Path) -> dict:
         pairs = [(task_from_file(ROOT / "data" / "queries" / p.name), p.read_text(), p.stem)
                  for p in sorted((ROOT / "data" / "query_solutions").glob("*.py"))]
     result = {}
-    for mode, unsafe in (("sandbox_on", False), ("sandbox_off", True)):
+    modes = (("sandbox_on", False), ("sandbox_off", True))
+    only = os.environ.get("GYM_SANDBOX")  # "on" or "off": one of the two runs (a throughput sweep's cells)
+    for mode, unsafe in [m for m in modes if not only or m[0] == f"sandbox_{only}"]:
         reqs = [EvalRequest(task, src + f"\n# {mode}\n", opts, solution=name) for task, src, name in pairs]
         workers = int(os.environ.get("GYM_WORKERS") or (4 if DEVICE == "cuda" else 2))
         with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
@@ -174,7 +176,8 @@ def part_isolation(kb: Path, out: Path) -> dict:
                         "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                             for k in ("total", "load", "reference", "compile", "correctness",
                                                       "timing", "profile", "gpu_lock_wait")},
-                        "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res})}
+                        "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
+                        "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}
     return result
 
 

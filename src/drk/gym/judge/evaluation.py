@@ -59,6 +59,17 @@ class RunnerGone(Exception):
 
 
 DEVICE_MEMORY_FACTOR = 10
+PROFILERS = ("per-op", "ambient")
+
+
+def profiler_mode() -> str:
+    """DRK_PROFILER, how a CUDA candidate's ops are profiled: `per-op` (the default: a device profiler
+    started and stopped around every op) or `ambient` (one kept across the ops whose activity is not read,
+    a fresh one around the time and profile ops): a switch to measure what the per-op starts cost."""
+    mode = os.environ.get("DRK_PROFILER", "per-op")
+    if mode not in PROFILERS:
+        raise ValueError(f"DRK_PROFILER={mode!r} is not one of {', '.join(PROFILERS)}")
+    return mode
 
 
 class RunnerHandle:
@@ -158,6 +169,7 @@ class Judge:
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
         self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
+        self.profiler = profiler_mode()
         harness.pin_numerics()
         self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
@@ -373,6 +385,8 @@ class Judge:
             res.protocol["static_rules"] = "off"
         if self.cuda and isinstance(self.gpu, devicelock.NoLock):  # DRK_GPU_LOCK=off: neighbours may reach its numbers
             res.protocol["gpu_lock"] = "off"
+        if self.cuda and self.profiler != "per-op":
+            res.protocol["profiler"] = self.profiler
         if not rep.ok:
             res.verdict, res.error = rep.verdict, rep.error
             phases["total"] = time.monotonic() - t_start
@@ -440,7 +454,7 @@ class Judge:
         t0 = time.monotonic()
         if self.cuda:
             self.call({"op": "memory", "reset": True}, deadline=deadline)
-        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed},
+        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler},
                              {"init_inputs": task.init_inputs}, deadline=deadline)
         phases["load"] = time.monotonic() - t0
         if not reply.get("ok"):

@@ -63,6 +63,9 @@ class Runner:
         self.module_file = None
         self.count = 0
         self._kept_profile = None  # the stopped profiler of the last time or profile op, for `op_rows`
+        self.ambient = False       # one profiler across the ops that read no rows (the judge's load header says)
+        self._ambient = None
+        self._profiling = torch._C._autograd._profiler_enabled if self.cuda else None  # bound before any candidate
 
     # ---- setup -------------------------------------------------------------------------------------
     def _warm_triton(self) -> None:
@@ -135,8 +138,14 @@ class Runner:
         op alike (loading, forwards, probes, timing, profile): a candidate that asks whether it is profiled
         always hears yes, so the calls that measure its coverage are the ones that are timed and checked.
         The time and profile ops keep their stopped profiler for `op_rows`."""
-        if not self.cuda:
+        if not self.cuda or header.get("op") == "settle":  # settle runs no candidate code
             return handler(header, payload)
+        if header.get("op") == "load":
+            self.ambient = header.get("profiler") == "ambient"
+        if self.ambient and header.get("op") not in ROWS_READ_AFTER:
+            self._ambient_op(handler, header, payload)
+            return
+        self._stop_ambient()  # one profiler at a time in a process: the op's own starts on a clean slate
         prof = self.start_profiler()
         try:
             handler(header, payload)
@@ -148,6 +157,34 @@ class Runner:
                 prof = None
         if header.get("op") in ROWS_READ_AFTER:  # it succeeded: its device activity is read next (`op_rows`)
             self._kept_profile = prof if prof is not None else "stopped"
+
+    def _ambient_op(self, handler, header: dict, payload) -> None:
+        """An op whose device activity nobody reads runs under the one profiler kept across such ops (each
+        start and stop of a device profiler costs host time, and an evaluation has dozens of ops): the
+        candidate still always hears that it is profiled. A profiler found off after an op was stopped by
+        candidate code: a violation, and a new one is started."""
+        if self._ambient is None:
+            self._ambient = self.start_profiler()
+        try:
+            handler(header, payload)
+        finally:
+            if not self._profiling():
+                self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
+                self._ambient = self.start_profiler()
+
+    def op_settle(self, h: dict, payload) -> None:
+        """Stop the ambient profiler now, so that the next op (a timed one) does not pay for it."""
+        self._stop_ambient()
+        self.reply({"op": "settle", "ok": True})
+
+    def _stop_ambient(self) -> None:
+        if self._ambient is None:
+            return
+        prof, self._ambient = self._ambient, None
+        try:
+            prof.stop()
+        except Exception:  # noqa: BLE001  (candidate code stopped or replaced the profiler)
+            self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
 
     # ---- ops ---------------------------------------------------------------------------------------
     def op_load(self, h: dict, payload) -> None:
