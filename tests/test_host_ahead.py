@@ -54,7 +54,7 @@ def _gate() -> HostAhead:
 def test_a_chunk_enqueued_while_the_gpu_was_held_counts_as_host_ahead():
     g = _gate()
     assert g.release((_Gate(passed=False), 0.0), 32) is True
-    assert (g.missed, g.margin, g.behind) == (0, 1.5, 32)
+    assert (g.missed, g.margin, g.behind) == (0, max(harness.GATE_MARGIN, 1.5 * 0.8), 32)
 
 
 def test_a_chunk_the_gpu_reached_before_the_host_finished_is_marked_and_the_next_gates_grow():
@@ -62,6 +62,10 @@ def test_a_chunk_the_gpu_reached_before_the_host_finished_is_marked_and_the_next
     assert g.release((_Gate(passed=True), 0.0), 32) is False
     assert (g.missed, g.margin, g.behind, g.off) == (1, 3.0, 0, False)
     assert g.release((_Gate(passed=False), 0.0), 32) is True and g.in_a_row == 0
+    assert g.margin == pytest.approx(3.0 * 0.8)  # back towards GATE_MARGIN once the host holds again
+    for _ in range(10):
+        g.release((_Gate(passed=False), 0.0), 32)
+    assert g.margin == harness.GATE_MARGIN
 
 
 def test_a_forward_that_keeps_the_host_behind_ends_gating_and_says_so():
