@@ -211,7 +211,7 @@ class HostAhead:
 
     Why: without it a call whose device time is close to the host's cost of enqueueing it (flush, rescaling,
     events and the forward's launches) times the device in some loops and the host's launch latency in
-    others, and the two modes differ by 2-6x for 10-70 us kernels, for do_bench as for drk
+    others, and for short kernels the two modes differ several-fold, for do_bench as for drk
     (docs/measurements/timing-fidelity.md). The rule is checked, not assumed: after a chunk is enqueued the
     gate's end event must still be pending; if the GPU had already passed it the host fell behind, the
     chunk's calls are marked and the next gates are made twice as long; after GATE_MISSES such chunks in a
