@@ -43,11 +43,14 @@ def send(conn: Connection, header: dict, frames: list[bytes | memoryview] = ()) 
 
 def recv(conn: Connection, timeout: float | None = None, max_frame: int | None = None) -> tuple[dict, list[bytes]]:
     """Receive one message. Raises TimeoutError if nothing arrives in `timeout` seconds, EOFError if the
-    peer closed, ProtocolError on malformed data."""
+    peer closed or died (a connection reset mid-message is a death, never the peer's malformed data),
+    ProtocolError on malformed data."""
     if timeout is not None and not conn.poll(timeout):
         raise TimeoutError
     try:
         raw = conn.recv_bytes(MAX_HEADER)
+    except ConnectionError:
+        raise EOFError("the peer's end of the channel is gone") from None
     except OSError as e:  # "bad message length": oversize header
         raise ProtocolError(f"bad message: {e}") from None
     try:
@@ -63,7 +66,10 @@ def recv(conn: Connection, timeout: float | None = None, max_frame: int | None =
     for _ in range(n):
         if timeout is not None and not conn.poll(timeout):
             raise TimeoutError
-        frames.append(conn.recv_bytes(max_frame) if max_frame else conn.recv_bytes())
+        try:
+            frames.append(conn.recv_bytes(max_frame) if max_frame else conn.recv_bytes())
+        except ConnectionError:
+            raise EOFError("the peer's end of the channel is gone") from None
     return header, frames
 
 
