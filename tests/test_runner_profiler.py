@@ -28,6 +28,7 @@ def runner(log: list, rows: list, stops_ok: bool = True) -> tuple[Runner, list]:
     r.policy = types.SimpleNamespace(violations=[])
     r.reply = lambda header, frames=(): replies.append(header)
     r._kept_profile = None
+    r.ambient, r._ambient = False, None  # the per-op profiler (DRK_PROFILER's default)
     return r, replies
 
 
