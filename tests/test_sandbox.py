@@ -409,3 +409,87 @@ def test_nothing_a_candidate_leaves_in_the_memory_file_reaches_the_next(tmp_path
         pool.evaluate(EvalRequest(big, _STASHER, opts()))
         r = pool.evaluate(EvalRequest(small, _READER, opts()))
     assert "stash seen: False" in r.error, (r.verdict, r.error[-300:])
+
+
+def test_seccomp_exec_guard_refuses_memory_files_that_could_be_executed():
+    """With the exec guard, memfd_create is refused unless the file is sealed against execution: its file
+    lives on the kernel's own mount, which no noexec remount reaches, so a shared object written into it
+    could otherwise be loaded from /proc/self/fd (attack a20). Without the guard it stays allowed."""
+    code = (
+        "import os, sys\n"
+        "from drk.gym.sandbox import seccomp\n"
+        "assert seccomp.install(exec_guard=sys.argv[1] == 'guard')\n"
+        "try:\n"
+        "    os.close(os.memfd_create('x', 0)); print('plain allowed')\n"
+        "except PermissionError:\n"
+        "    print('plain refused')\n"
+        "try:\n"
+        "    os.close(os.memfd_create('x', 0x0008)); print('sealed allowed')\n"
+        "except PermissionError:\n"
+        "    print('sealed refused')\n"
+        "except OSError:\n"
+        "    print('sealed unknown to this kernel')\n")
+    from drk.gym.sandbox import seccomp
+    if seccomp.native_arch() is None:
+        pytest.skip("no seccomp table for this architecture")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    guarded = subprocess.run([sys.executable, "-c", code, "guard"], capture_output=True, text=True, env=env,
+                             timeout=120)
+    plain = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert guarded.returncode == 0 and plain.returncode == 0, guarded.stderr[-1000:] + plain.stderr[-1000:]
+    assert "plain refused" in guarded.stdout and "sealed refused" not in guarded.stdout, guarded.stdout
+    assert "plain allowed" in plain.stdout, plain.stdout
+
+
+NOEXEC_PROBE = '''
+import os
+
+
+def _noexec_everywhere_writable():
+    """Raises unless the candidate's writable folders are mounted noexec (statvfs, outside any layer)."""
+    for d in (os.getcwd(), "/tmp", "/dev/shm"):
+        if not os.statvfs(d).f_flag & os.ST_NOEXEC:
+            raise RuntimeError(d + " is executable")
+    leaked = [k for k in os.environ if k.startswith("DRK_") and k != "DRK_AUDIT"]
+    if leaked:
+        raise RuntimeError("the judge's switches reached the candidate: " + ", ".join(leaked))
+
+
+_noexec_everywhere_writable()
+'''
+
+
+def test_the_exec_guard_makes_every_writable_folder_noexec_and_results_say_when_it_is_off(tmp_path, monkeypatch):
+    """On CPU slots the exec guard is on by default: the candidate's work folder, /tmp and /dev/shm are
+    noexec (a correct kernel still runs); DRK_EXEC_GUARD=off leaves them executable and every result says so
+    in `versions.sandbox`, so results from the weaker sandbox never mix with the others. The switch reaches
+    the judge through its scrubbed environment, and no switch of the judge's reaches the candidate."""
+    source = GOOD + NOEXEC_PROBE
+    monkeypatch.setenv("DRK_PROFILER", "ambient")
+    monkeypatch.setenv("DRK_GPU_LOCK", "off")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path / "on")) as pool:
+        on = pool.evaluate(EvalRequest(TASK, source, opts()))
+    monkeypatch.setenv("DRK_EXEC_GUARD", "off")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path / "off")) as pool:
+        off = pool.evaluate(EvalRequest(TASK, source, opts()))
+    assert on.verdict == "ok", (on.verdict, on.error)
+    assert "exec guard" not in on.versions["sandbox"]
+    assert off.verdict != "ok" and "is executable" in (off.error or ""), (off.verdict, off.error)
+    assert "no exec guard" in off.versions["sandbox"]
+
+
+@pytest.mark.parametrize("attack,why", [("a17_native_prebuilt_so_ctypes.py", "failed to map segment"),
+                                        ("a20_native_memfd_ctypes.py", "Operation not permitted"),
+                                        ("a16_native_triton_build.py", "ImportError")])
+def test_native_code_a_candidate_brings_fails_in_the_os_without_the_early_layers(tmp_path, monkeypatch, attack, why):
+    """With the audit hook and the static rules off (the operator's red-team switches), a shared object a
+    candidate carries (a17), writes into a memory file (a20) or compiles with Triton's build helper (a16)
+    still cannot be loaded: the operating system refuses to map it executable."""
+    monkeypatch.setenv("DRK_AUDIT", "off")
+    monkeypatch.setenv("DRK_STATIC_RULES", "off")
+    src = (ROOT / "tests" / "attacks" / attack).read_text()
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        res = pool.evaluate(EvalRequest(TASK, src, opts(timeout_s=60)))
+    assert res.verdict == "runtime_error" and why in (res.error or ""), (res.verdict, (res.error or "")[-600:])
+    assert res.protocol.get("audit_hook") == "off" and res.protocol.get("static_rules") == "off"

@@ -42,7 +42,8 @@ from drk.gym.judge.checks import PreparedTask, TrialChecks
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
-from drk.gym.sandbox.audit import scrubbed_env
+from drk.gym.sandbox import audit as sandbox_audit
+from drk.gym.sandbox.audit import candidate_env
 from drk.gym.sandbox.isolation import Isolation
 from drk.tasks.scaling import ScalingError, fit_budget, scale_source
 
@@ -180,8 +181,11 @@ class Judge:
         overrides = {} if self.cuda else {"TRITON_INTERPRET": "1"}
         self.limits = {"file_mb": 512, "nproc": 4096,
                        "address_space_gb": None if self.cuda else CPU_ADDRESS_SPACE_GB}
-        self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, scrubbed_env(env, **overrides))
+        self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
+                               exec_guard=isolation.exec_guard_wanted(device))
         self.fork.start()
+        if iso.sandboxed and self.fork.exec_guard_gap:  # results from a weaker sandbox never mix with others
+            self.versions["sandbox"] = f"{iso.label} (no exec guard: {self.fork.exec_guard_gap})"
 
     # ---- runner management -------------------------------------------------------------------------
     def _spawn(self) -> RunnerHandle:
@@ -383,6 +387,8 @@ class Judge:
         rep = static.check_source(req.source)
         if not static.rules_enabled():
             res.protocol["static_rules"] = "off"
+        if not sandbox_audit.audit_enabled():
+            res.protocol["audit_hook"] = "off"
         if self.cuda and isinstance(self.gpu, devicelock.NoLock):  # DRK_GPU_LOCK=off: neighbours may reach its numbers
             res.protocol["gpu_lock"] = "off"
         if self.cuda and self.profiler != "per-op":

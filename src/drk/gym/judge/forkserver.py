@@ -29,8 +29,10 @@ class ForkServerGone(RuntimeError):
 
 class ForkServer:
     def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
-                 env: dict[str, str]) -> None:
+                 env: dict[str, str], exec_guard: bool = False) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
+        self.exec_guard = exec_guard
+        self.exec_guard_gap = "not asked for"  # why candidates' writable folders are not noexec ('' if they are)
         self.uid_lock: int | None = None
         if iso.mode == isolation.ROOT:  # real uids: claimed host-wide, held while this judge lives
             uids, self.uid_lock = isolation.claim_uid_pair()
@@ -52,7 +54,8 @@ class ForkServer:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()),
                 "--mode", self.iso.mode, "--seccomp", "1" if self.iso.sandboxed and not self.iso.seccomp else "0",
-                "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root]
+                "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root,
+                "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0"]
         if self.iso.sandboxed:
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache], accounts=self.accounts) + argv
         log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
@@ -62,11 +65,12 @@ class ForkServer:
         b.close()
         self.sock = a
         try:
-            self._recv(START_TIMEOUT_S)
+            hello = self._recv(START_TIMEOUT_S)
         except ForkServerGone:
             tail = wire.file_tail(os.path.join(self.slot_dir, "zygote.log"), 600).strip()
             self.stop()
             raise ForkServerGone(f"the sandboxed fork server failed to start: {tail[-400:] or 'no output'}") from None
+        self.exec_guard_gap = str(hello.get("exec_guard", "not reported"))[:200]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -28,7 +28,12 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSIO
 _ENV_ALLOW = re.compile(
     r"^(PATH|LANG|LC_[A-Z]+|TZ|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|LD_LIBRARY_PATH|TRITON_[A-Z_]+|OMP_NUM_THREADS|"
     r"MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|PYTORCH_[A-Z_]+|NCCL_[A-Z_]+|TORCH_SYMM_MEM_DISABLE_MULTICAST|"
-    r"NVSHMEM_DISABLE_NVLS|CC|CXX|PYTHONHASHSEED|TORCHINDUCTOR_[A-Z_]+|DRK_BWRAP|DRK_STATIC_RULES)$")
+    r"NVSHMEM_DISABLE_NVLS|CC|CXX|PYTHONHASHSEED|TORCHINDUCTOR_[A-Z_]+|DRK_AUDIT|" + "|".join(
+        ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR")) + ")$")
+# The operator's switches the judge reads (its environment is scrubbed too, so each must be allowed above to
+# reach it at all); the judge takes them out of the candidate's environment, which has no use for them.
+# DRK_AUDIT stays: the candidate process's runner reads it before any candidate code exists.
+JUDGE_ONLY = ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR")
 
 
 def scrubbed_env(base: dict[str, str] | None = None, **overrides: str) -> dict[str, str]:
@@ -42,6 +47,11 @@ def scrubbed_env(base: dict[str, str] | None = None, **overrides: str) -> dict[s
     return env
 
 
+def candidate_env(base: dict[str, str] | None = None, **overrides: str) -> dict[str, str]:
+    """The environment a candidate process starts with: the scrubbed one less the judge's own switches."""
+    return {k: v for k, v in scrubbed_env(base, **overrides).items() if k not in JUDGE_ONLY}
+
+
 def secret_values(env: dict[str, str] | None = None) -> list[str]:
     """Values of secret-looking variables in `env` (to redact from any text a worker sends back)."""
     env = os.environ if env is None else env
@@ -53,6 +63,14 @@ def redact(text: str, secrets: list[str]) -> str:
         if s in text:
             text = text.replace(s, "[redacted]")
     return text
+
+
+def audit_enabled() -> bool:
+    """False when the evaluator's environment says DRK_AUDIT=off: an operator's switch for red-team runs
+    (never a request option, and read before any candidate code exists) that leaves the audit hook out, so
+    an attack suite shows what the OS sandbox and the judge's evidence catch without this layer. Results
+    then record it in `protocol`."""
+    return os.environ.get("DRK_AUDIT", "on") != "off"
 
 
 PROTECTED_TYPES_FROM = ("torch", "triton", "drk", "builtins", "time", "json", "multiprocessing")

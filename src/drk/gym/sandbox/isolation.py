@@ -248,6 +248,18 @@ def _probe(iso: Isolation, code: str = "import os, socket; socket.socket().conne
     return ""
 
 
+def exec_guard_wanted(device: str) -> bool:
+    """Whether a slot's candidates get the exec guard (`drk.gym.sandbox.zygote.guard_exec`: every writable
+    folder noexec, no executable memory files). DRK_EXEC_GUARD=on|off|auto (auto, the default: on for CPU
+    slots; on CUDA, Triton loads the launcher it compiles per kernel signature from the candidate's own
+    cache, which the guard makes unloadable, so CUDA slots keep it off until launchers come from a folder
+    the candidate cannot write). Results record a slot without it (`versions.sandbox`)."""
+    mode = os.environ.get("DRK_EXEC_GUARD", "auto")
+    if mode in ("on", "off"):
+        return mode == "on"
+    return not device.startswith("cuda")
+
+
 _detected: dict[bool, Isolation] = {}
 
 

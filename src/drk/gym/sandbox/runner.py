@@ -55,7 +55,8 @@ class Runner:
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.nonce = None
         self._mapped = None  # the judge's exchange file, mapped once (drk.gym.common.shm)
-        sys.addaudithook(self.policy)  # the early layer, always on; the OS sandbox is the fork server's
+        if sandbox.audit_enabled():  # the early layer; the OS sandbox is the fork server's
+            sys.addaudithook(self.policy)
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.inputs: dict[str, list] = {}
         self.model = None

@@ -12,6 +12,9 @@ without privilege), a classic-BPF filter that answers EPERM to:
   falls back to `clone`, which the filter can check;
 - `mount`, `umount2`, `pivot_root` and the new mount API (`open_tree`, `move_mount`, `fsopen`, `fsconfig`,
   `fsmount`, `fspick`, `mount_setattr`), and `bpf`;
+- with the exec guard (`drk.gym.sandbox.zygote.guard_exec`, which makes every writable folder noexec):
+  `memfd_create` without MFD_NOEXEC_SEAL, whose memory file lives on a mount of the kernel's own that no
+  remount reaches, so a shared object written into it could be loaded from /proc/self/fd;
 - any system call made through another architecture's entry (32-bit x86 `int 0x80`, x32), whose numbers
   the filter's list does not cover.
 
@@ -38,26 +41,28 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6] (little-endian hosts)
-_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW = 0, 4, 16
+_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW, _OFF_ARG1_LOW = 0, 4, 16, 24
 
 CLONE_NEW_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 X32_SYSCALL_BIT = 0x40000000
+MFD_NOEXEC_SEAL = 0x0008
 
 # mount API and clone3 have the same numbers on every architecture (the unified table from 424 on)
 _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
            "mount_setattr": 442}
 ARCHES = {
-    "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435,
+    "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319,
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
                         "bpf": 321, **_COMMON}},
-    "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435,
+    "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279,
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
                          **_COMMON}},
 }
 
 
-def program(arch: str) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k) instructions for `arch` (a key of ARCHES)."""
+def program(arch: str, exec_guard: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k) instructions for `arch` (a key of ARCHES); `exec_guard` adds the
+    memfd_create rule."""
     a = ARCHES[arch]
     deny_nrs = sorted(a["deny"].values())
     # layout: [arch check][load nr][x32 check][one jeq per denied nr][clone3][clone] allow, flags check,
@@ -65,9 +70,15 @@ def program(arch: str) -> list[tuple[int, int, int, int]]:
     body: list[tuple] = [("ld", _OFF_ARCH), ("jeq", a["audit_arch"], None, "deny"), ("ld", _OFF_NR),
                          ("jge", X32_SYSCALL_BIT, "deny", None)]
     body += [("jeq", nr, "deny", None) for nr in deny_nrs]
+    if exec_guard:
+        body += [("jeq", a["memfd_create"], "memfd", None)]
     body += [("jeq", a["clone3"], "enosys", None), ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
              ("label", "clone"), ("ld", _OFF_ARG0_LOW), ("jset", CLONE_NEW_FLAGS, "deny", None),
-             ("ret", RET_ALLOW), ("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),
+             ("ret", RET_ALLOW)]
+    if exec_guard:  # allowed only sealed against execution
+        body += [("label", "memfd"), ("ld", _OFF_ARG1_LOW), ("jset", MFD_NOEXEC_SEAL, "allow", "deny"),
+                 ("label", "allow"), ("ret", RET_ALLOW)]
+    body += [("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),
              ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS)]
     labels, pos = {}, 0
     for ins in body:
@@ -103,14 +114,14 @@ def native_arch() -> str | None:
     return m if m in ARCHES else None
 
 
-def install() -> bool:
+def install(exec_guard: bool = False) -> bool:
     """Install the filter on the calling thread (and everything it starts later). Sets `no_new_privs`.
     Returns False, installing nothing, on an architecture the filter has no table for; raises OSError when
     the kernel refuses the filter."""
     arch = native_arch()
     if arch is None:
         return False
-    ins = program(arch)
+    ins = program(arch, exec_guard)
     raw = b"".join(struct.pack("=HBBI", *i) for i in ins)
     buf = ctypes.create_string_buffer(raw, len(raw))
 

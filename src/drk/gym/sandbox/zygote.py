@@ -21,6 +21,7 @@ Channel: a SOCK_SEQPACKET socket to the judge; one JSON object per packet, descr
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -32,6 +33,10 @@ import time
 from drk.gym.sandbox import seccomp
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+MS_NOSUID, MS_NOEXEC, MS_REMOUNT, MS_BIND = 2, 8, 32, 4096
+# statvfs's ST_* bits as mount(2)'s MS_* flags: a bind remount must repeat the flags a mount already has
+# (the kernel refuses to clear a locked one, and drops any left out)
+_ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 16: 16, 64: 64, 1024: 1024, 2048: 2048, 4096: 1 << 21}
 CLONE_NEWIPC = 0x08000000
 MAX_PACKET = 65536
 KILL_WAIT_S = 20.0  # how long a kill sweep waits for killed processes to be gone
@@ -88,6 +93,52 @@ def _processes() -> list[tuple[int, int]]:
     return out
 
 
+def _unescape(field: str) -> str:
+    """A path as /proc/self/mountinfo writes it (space, tab, newline and backslash as octal escapes)."""
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def writable_folders() -> list[str]:
+    """Mount points of this mount namespace that are mounted read-write and are folders (a device node bound
+    on its own, such as /dev/zero or a GPU's, is not a folder: see `guard_exec`)."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and "rw" in parts[5].split(","):
+                point = _unescape(parts[4])
+                if os.path.isdir(point):
+                    out.append(point)
+    return out
+
+
+def guard_exec() -> str:
+    """Remount every writable folder of the sandbox (its /tmp, /dev, /dev/shm, the hidden roots, /proc)
+    noexec and nosuid, so nothing a candidate writes can be mapped executable or run: a shared object it
+    carries or compiles fails in the loader, a program it writes fails in execve. Together with the seccomp
+    rule against executable memory files (`seccomp.install(exec_guard=True)`) and the read-only system view,
+    native code reaches a candidate process only from files the sandbox shows read-only. Anonymous memory
+    mapped executable stays allowed: torch's CPU kernels (oneDNN) generate machine code at run time. Needs
+    CAP_SYS_ADMIN over the sandbox's mount namespace (mode `root`); returns '' when every writable folder
+    is noexec afterwards, else why not."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    for point in writable_folders():
+        have = os.statvfs(point).f_flag
+        flags = sum(ms for st, ms in _ST_TO_MS.items() if have & st)
+        if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC | MS_NOSUID, None) != 0:
+            err = ctypes.get_errno()
+            if err == errno.EINVAL and not os.path.ismount(point):
+                continue  # a mount hidden under a later one (the host's /dev/shm under the sandbox's /dev)
+            return f"remounting {point} noexec failed: {os.strerror(err)}"
+    left = [p for p in writable_folders() if not os.statvfs(p).f_flag & os.ST_NOEXEC]
+    return f"still executable: {', '.join(left)[:200]}" if left else ""
+
+
 def _pgid(pid: int) -> int:
     try:
         return os.getpgid(pid)
@@ -100,6 +151,9 @@ class Zygote:
         self.sock = socket.socket(fileno=a.fd)
         self.mode, self.device, self.base_cache = a.mode, a.device, a.base_cache
         self.seccomp = a.seccomp == "1"
+        # before anything else: every candidate forked later inherits the remounted view
+        self.exec_guard = guard_exec() if a.exec_guard == "1" else "not asked for"
+        self.guarded = not self.exec_guard
         self.tmp = a.tmp_root  # the sandbox's own /tmp; without a sandbox, a folder of the slot's
         self.children: dict[str, dict] = {}  # id -> {pid, uid, workdir}
         _prctl(PR_SET_DUMPABLE, 0)  # no process of the candidate's uid may ptrace or read our memory
@@ -113,7 +167,7 @@ class Zygote:
         from drk.gym.sandbox import runner  # noqa: F401
 
     def serve(self) -> None:
-        send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode})
+        send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode, "exec_guard": self.exec_guard})
         while True:
             self._reap()
             try:
@@ -150,7 +204,8 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the candidate's process: never returns
             try:
-                _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp)
+                _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp,
+                                  self.guarded)
             except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
                 os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(3)
@@ -236,7 +291,7 @@ class Zygote:
 
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
-                      base_cache: str, filtered: bool) -> None:
+                      base_cache: str, filtered: bool, guarded: bool = False) -> None:
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
@@ -289,7 +344,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     if filtered:  # the host's refusal, if any, was found by the probe and is recorded with every result
-        seccomp.install()
+        seccomp.install(exec_guard=guarded)
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 
@@ -305,6 +360,7 @@ def main() -> None:
     p.add_argument("--base-cache", default="")
     p.add_argument("--tmp-root", default="/tmp")
     p.add_argument("--seccomp", default="1", choices=["0", "1"])
+    p.add_argument("--exec-guard", default="0", choices=["0", "1"])
     a = p.parse_args()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
