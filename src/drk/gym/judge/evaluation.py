@@ -26,6 +26,7 @@ import os
 import pickle
 import secrets
 import select
+import socket
 import threading
 import time
 import traceback
@@ -81,11 +82,24 @@ class RunnerHandle:
         self.log_path = os.path.join(slot_dir, f"runner-{secrets.token_hex(4)}.log")
         self.conn, child_fd = wire.socket_pair()
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        opts: dict = {"device": device}
+        modules = theirs = None
+        self.modules = None  # its channel to the launcher builder (drk.gym.judge.launchers), if it has one
+        if fork.launchers is not None:  # its Triton asks the judge for launchers, on a channel of its own
+            modules, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            opts["module_folders"] = fork.module_folders()
         try:
-            self.cid, self.uid = fork.spawn(child_fd, log_fd, {"device": device}, limits)
+            self.cid, self.uid = fork.spawn(child_fd, log_fd, opts, limits,
+                                            modules_fd=theirs.fileno() if theirs is not None else None)
+        except BaseException:
+            wire.close_quietly(modules)
+            raise
         finally:
             os.close(child_fd)
             os.close(log_fd)
+            wire.close_quietly(theirs)
+        if modules is not None:
+            self.modules = fork.launchers.serve(modules)  # ends when the candidate's end closes
         self.hello: dict | None = None
         self.spawned_at, self.ready_at = time.monotonic(), None  # its start-up, inside the GPU hold
 
@@ -424,6 +438,10 @@ class Judge:
             res.error = f"evaluator error: {type(e).__name__}: {harness.short_error(e)}"
             traceback.print_exc()
         finally:
+            modules = self.runner.modules if self.runner is not None else None
+            if modules is not None and modules.infra_error and res.verdict != T.OK:
+                res.verdict, res.correct = T.INFRA_ERROR, False  # the judge's compiler failed, not the kernel
+                res.error = modules.infra_error
             # Every candidate process is thrown away after its one evaluation, with everything it started.
             if self.runner is not None and not self.runner.kill():
                 res.flags.append(T.PROCESS_SURVIVED)

@@ -32,6 +32,13 @@ class ForkServer:
                  env: dict[str, str], exec_guard: bool = False) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
         self.exec_guard = exec_guard
+        # CUDA under the exec guard: Triton's launchers are built by the judge into a folder candidates see
+        # read-only (drk.gym.judge.launchers); None where candidates build nothing native (CPU) or may (no guard)
+        self.launchers = None
+        if exec_guard and iso.sandboxed and device.startswith("cuda"):
+            from drk.gym.judge.launchers import LauncherBuilder
+
+            self.launchers = LauncherBuilder(os.path.join(slot_dir, "launchers"))
         self.exec_guard_gap = "not asked for"  # why candidates' writable folders are not noexec ('' if they are)
         self.uid_lock: int | None = None
         if iso.mode == isolation.ROOT:  # real uids: claimed host-wide, held while this judge lives
@@ -57,7 +64,8 @@ class ForkServer:
                 "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root,
                 "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0"]
         if self.iso.sandboxed:
-            argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache], accounts=self.accounts) + argv
+            argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache] + self.module_folders()[1:],
+                                        accounts=self.accounts) + argv
         log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
         self.proc = subprocess.Popen(argv, env=self.env, pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -90,6 +98,11 @@ class ForkServer:
         wire.close_quietly(self.sock)
         self.proc, self.sock = None, None
 
+    def module_folders(self) -> list[str]:
+        """Where a candidate process loads Triton's native modules from, read-only: the base cache the
+        judge warmed, then the judge's launcher folder (under the exec guard on CUDA)."""
+        return [self.base_cache] + ([self.launchers.folder] if self.launchers is not None else [])
+
     # ---- calls -------------------------------------------------------------------------------------
     def _recv(self, timeout: float) -> dict:
         self.sock.settimeout(timeout)
@@ -109,12 +122,15 @@ class ForkServer:
                 raise ForkServerGone(f"fork server: {e}") from None
             return self._recv(CALL_TIMEOUT_S)
 
-    def spawn(self, conn_fd: int, log_fd: int, runner_opts: dict, limits: dict) -> tuple[str, int]:
-        """A fresh candidate process on `conn_fd`; returns (its id, its uid)."""
+    def spawn(self, conn_fd: int, log_fd: int, runner_opts: dict, limits: dict,
+              modules_fd: int | None = None) -> tuple[str, int]:
+        """A fresh candidate process on `conn_fd` (and `modules_fd`, its channel to the launcher builder);
+        returns (its id, its uid)."""
         cid = f"{os.getpid()}-{next(self.ids)}"
         uid = next(self.uids) if self.iso.mode == isolation.ROOT else os.getuid()
+        fds = [conn_fd, log_fd] + ([modules_fd] if modules_fd is not None else [])
         reply = self._call({"op": "spawn", "id": cid, "uid": uid, "env": self.env, "runner": runner_opts,
-                            "limits": limits}, [conn_fd, log_fd])
+                            "limits": limits}, fds)
         if not reply.get("ok"):
             raise ForkServerGone(f"fork server could not start a candidate process: {reply}")
         return cid, uid

@@ -37,8 +37,13 @@ class Runner:
         # made now, before the audit hook is armed: receiving the CUDA path's memory files needs a socket object
         self.fd_sock = socket.fromfd(args.fd, socket.AF_UNIX, socket.SOCK_STREAM)
         self.numerics = harness.pin_numerics()
+        self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.recorder = triton_hooks.LaunchRecorder()
         hooked = triton_hooks.install(self.recorder, interpret=not self.cuda)
+        if self.cuda and args.modules_fd >= 0:  # the exec guard is on: Triton's launchers come from the judge
+            from drk.gym.sandbox.launchers import JudgeBuiltModules
+
+            JudgeBuiltModules(args.modules_fd, args.module_folders, self.policy.violations).install()
         self.poison = False
         self._install_poison_factories()
         if self.cuda:
@@ -52,7 +57,6 @@ class Runner:
 
             self.start_profiler = harness.profiler_factory()
             self.start_profiler().stop()  # the first start loads CUPTI: paid here, before any candidate
-        self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.nonce = None
         self._mapped = None  # the judge's exchange file, mapped once (drk.gym.common.shm)
         if sandbox.audit_enabled():  # the early layer; the OS sandbox is the fork server's
@@ -384,7 +388,9 @@ MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fail
 
 def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) -> None:
     """Entry point in the forked, sandboxed child (`drk.gym.sandbox.zygote`); serves one candidate, never returns."""
-    args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache)
+    args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache,
+                              modules_fd=int(opts.get("modules_fd", -1)),
+                              module_folders=opts.get("module_folders") or [])
     try:
         runner = Runner(args)
     except BaseException:  # startup failure: tell the judge on the log, exit non-zero

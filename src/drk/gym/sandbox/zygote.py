@@ -171,7 +171,7 @@ class Zygote:
         while True:
             self._reap()
             try:
-                msg, fds = recv(self.sock, nfds=2)
+                msg, fds = recv(self.sock, nfds=3)
             except (EOFError, ConnectionError, OSError):
                 break
             op = msg.get("op")
@@ -198,14 +198,17 @@ class Zygote:
                 return
 
     def spawn(self, msg: dict, fds: list[int]) -> dict:
-        conn_fd, log_fd = fds
+        if len(fds) not in (2, 3):
+            return {"op": "spawn", "ok": False, "error": f"spawn needs 2 or 3 descriptors, got {len(fds)}"}
+        conn_fd, log_fd = fds[:2]
+        modules_fd = fds[2] if len(fds) == 3 else -1  # the channel to the judge's launcher builder
         cid, uid = msg["id"], int(msg.get("uid", os.getuid()))
         workdir = os.path.join(self.tmp, f"cand-{cid}")
         pid = os.fork()
         if pid == 0:  # the candidate's process: never returns
             try:
                 _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp,
-                                  self.guarded)
+                                  self.guarded, modules_fd)
             except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
                 os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(3)
@@ -291,7 +294,7 @@ class Zygote:
 
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
-                      base_cache: str, filtered: bool, guarded: bool = False) -> None:
+                      base_cache: str, filtered: bool, guarded: bool = False, modules_fd: int = -1) -> None:
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
@@ -300,7 +303,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     os.dup2(devnull, 0)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
-    keep = {0, 1, 2, conn_fd}
+    keep = {0, 1, 2, conn_fd} | ({modules_fd} if modules_fd >= 0 else set())
     for fd in map(int, os.listdir("/proc/self/fd")):
         if fd not in keep:
             try:
@@ -348,7 +351,10 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 
-    run_candidate_process(conn_fd, msg.get("runner") or {}, workdir, cache)
+    opts = dict(msg.get("runner") or {})
+    if modules_fd >= 0:
+        opts["modules_fd"] = modules_fd
+    run_candidate_process(conn_fd, opts, workdir, cache)
     os._exit(0)
 
 
