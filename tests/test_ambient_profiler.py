@@ -42,7 +42,7 @@ class _Policy:
 
 def _runner(profilers: _Profilers) -> Runner:
     r = Runner.__new__(Runner)  # no process, no CUDA: only what run_op reads
-    r.cuda, r.ambient, r._ambient, r._kept_profile = True, False, None, None
+    r.cuda, r.ambient, r._ambient, r._kept = True, False, None, {}
     r.start_profiler, r._profiling, r.policy = profilers.start, profilers.enabled, _Policy()
     return r
 
@@ -62,7 +62,7 @@ def test_every_op_of_a_cuda_candidate_runs_profiled_in_either_mode(mode):
     for op in ("load", "forward", "forward", "time", "rows", "forward", "profile", "rows"):
         r.run_op(_op(seen, p), {"op": op, "profiler": mode}, None)
     assert all(on for _, on in seen)
-    assert r._kept_profile is not None and r.policy.violations == []
+    assert set(r._kept) == {"time", "profile"} and r.policy.violations == []  # the fakes here read no rows
 
 
 def test_ambient_mode_keeps_one_profiler_across_ops_that_read_no_rows_and_a_fresh_one_for_time_and_profile():
@@ -72,7 +72,7 @@ def test_ambient_mode_keeps_one_profiler_across_ops_that_read_no_rows_and_a_fres
         r.run_op(_op(seen, p), {"op": op, "profiler": "ambient"}, None)
     assert (p.started, p.stopped) == (1, 0)
     r.run_op(_op(seen, p), {"op": "time"}, None)  # ambient stopped, the op's own started and stopped
-    assert (p.started, p.stopped) == (2, 2) and r._kept_profile is not None
+    assert (p.started, p.stopped) == (2, 2) and "time" in r._kept
     r.run_op(_op(seen, p), {"op": "forward"}, None)
     assert (p.started, p.stopped) == (3, 2)
 

@@ -150,7 +150,9 @@ class TrialChecks:
         self.exchange: Exchange = judge.exchange  # the judge's memory file for tensors (drk.gym.common.shm)
         self.timed_work: tuple[float, int] | None = None  # (ms, executions) of the source's kernels while timed
         self.timed_calls = 0
-        self.timing_seed: int | None = None  # the seed of the timing inputs (the reference is timed on a regenerated copy)
+        self.timing_seed: int | None = None  # seed of the timing inputs (the reference is timed on a copy made again)
+        self._ref_inputs: list | None = None  # that copy, while the references are compiled and timed
+        self._compiled = None  # the reference under torch.compile, compiled before the exclusive hold; False: failed
         self.cpu_launch_s = 0.0
         self.cpu_wall_s = 0.0
         self.cpu_rows: dict[str, float] = {}
@@ -173,7 +175,8 @@ class TrialChecks:
         back through their slots in that file, each read only when count, shape and dtype are the expected
         ones (anything else is compared as a stand-in of the described shape, without allocating it).
         Whether it wrote into its inputs: for inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the
-        bytes it gets back; above that the candidate process's own digest is used (a convention check, forgeable, protecting no reward term).
+        bytes it gets back; above that the candidate process's own digest is used (a convention check,
+        forgeable, protecting no reward term).
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
         small = nbytes(inputs) <= RETURN_INPUTS_MAX_BYTES
@@ -535,14 +538,35 @@ class TrialChecks:
         return True
 
     # ---- timing ------------------------------------------------------------------------------------
-    def timing(self) -> None:
-        """The candidate's and the references' timing, with the GPU to themselves (`Judge.on_gpu`)."""
-        with self.j.on_gpu(self.deadline, measure=True):
-            self._timing()
-
-    def _timing(self) -> None:
-        res, opts = self.res, self.opts
+    def measure(self, *, timing: bool, profile: bool) -> None:
+        """The candidate's timing and profile and the references' timing, in one exclusive hold of the GPU
+        (`Judge.on_gpu`): while it lasts no other drk work runs there, so it covers device work only. What
+        is host work comes out of it: torch.compile's compilation of the reference before it (under the
+        shared hold), reading the profilers' activity after it."""
+        res = self.res
         t0 = time.monotonic()
+        if timing:
+            self._compile_reference()
+        with self.j.on_gpu(self.deadline, measure=True):
+            timed = self._timed() if timing else None
+            if timing and timed is None:
+                return
+            t_prof = time.monotonic()
+            profiled = self._profile_op() if profile else False
+        t_timing, t_prof = t_prof - t0, time.monotonic() - t_prof
+        if timed is not None:
+            t1 = time.monotonic()
+            self._finish_timing(*timed)
+            res.phase_seconds["timing"] = t_timing + time.monotonic() - t1
+        if profiled and res.verdict == T.OK:
+            t1 = time.monotonic()
+            self._coverage()
+            res.phase_seconds["profile"] = t_prof + time.monotonic() - t1
+
+    def _timed(self) -> tuple | None:
+        """Inside the exclusive hold: the candidate's time op (again when the speedup is implausible) and
+        the references' times. None (and a failing verdict) when the time op failed."""
+        res, opts = self.res, self.opts
         hdr = {"op": "time", "keys": ["timing"], "warmup": opts.warmup, "trials": opts.timing_trials,
                "l2_flush": opts.l2_flush, "host_ahead": opts.host_ahead, "train": True}
         self._settle()
@@ -550,38 +574,46 @@ class TrialChecks:
         if not cand.get("ok"):
             self._fail(cand)
             res.correct = False
-            return
+            return None
         runtime, stats, flags = self._runtime_from(cand)
-        rows = self._rows()
-        if rows is None:
-            return
-        self.timed_work = kernel_work(rows, self.kernel_names)
-        self.timed_calls = int(cand.get("calls") or 0) + warmup_calls(cand, opts.warmup)
+        last = cand  # the time op whose device activity the judge reads (the runner keeps the last one's)
         eager, compiled, protocol_ms = self._reference_times()
-        runtime, more = judge_clock_bound(runtime, calls=self.timed_calls,
+        runtime, more = judge_clock_bound(runtime, calls=int(cand.get("calls") or 0) + warmup_calls(cand, opts.warmup),
                                           wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
                                           protocol_ms=protocol_ms)
-        res.flags += flags + more
-        res.ref_eager_ms, res.ref_compile_ms = eager, compiled
+        flags += more
         if eager and runtime and eager / runtime > opts.max_plausible_speedup:
             self._settle()
             again, _ = self.j.call(hdr, deadline=self.deadline)  # re-measure before believing it
             if again.get("ok"):
+                last = again
                 runtime2, stats2, flags2 = self._runtime_from(again)
                 if runtime2 > runtime:
                     runtime, stats = runtime2, stats2
-                res.flags += [f for f in flags2 if f not in res.flags]
+                flags += [f for f in flags2 if f not in flags]
             if eager / runtime > opts.max_plausible_speedup:
-                res.flags.append(T.EXCESSIVE_SPEEDUP)
+                flags.append(T.EXCESSIVE_SPEEDUP)
+        return last, runtime, stats, flags, eager, compiled
+
+    def _finish_timing(self, last: dict, runtime: float, stats: dict, flags: list, eager, compiled) -> None:
+        """After the exclusive hold: the timed calls' device activity (for `timed_work_problem`) and the
+        result's timing fields."""
+        res, opts = self.res, self.opts
+        rows = self._rows("time")
+        if rows is None:
+            return
+        self.timed_work = kernel_work(rows, self.kernel_names)
+        self.timed_calls = int(last.get("calls") or 0) + warmup_calls(last, opts.warmup)
+        res.flags += [f for f in flags if f not in res.flags]
+        res.ref_eager_ms, res.ref_compile_ms = eager, compiled
         res.runtime_ms, res.runtime_stats = runtime, stats
         res.protocol["gpu_clocks"] = harness.gpu_clocks()
-        gate = cand.get("gate")
+        gate = last.get("gate")
         if isinstance(gate, dict):  # the candidate process's account of its gates: for the reader, decides nothing
             res.protocol["timing_gate"] = {k: gate[k] for k in ("chunks", "missed", "held_ms", "off", "b2b_kept")
                                            if isinstance(gate.get(k), (int, float, bool))}
         res.speedup = eager / runtime if eager and runtime else None
         res.speedup_compile = compiled / runtime if compiled and runtime else None
-        res.phase_seconds["timing"] = time.monotonic() - t0
 
     def _settle(self) -> None:
         """With an ambient profiler (DRK_PROFILER=ambient) the candidate process stops it before the time
@@ -594,31 +626,61 @@ class TrialChecks:
         runtime, stats, escaped = harness.runtime_of(reply)
         return runtime, stats, [T.SIDE_STREAM] if escaped else []
 
+    def _reference_key(self, mode: str) -> str:
+        opts, task, j = self.opts, self.task, self.j
+        sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
+               j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush,
+               harness.TIMING_PROTOCOL) + (("host_ahead",) if opts.host_ahead else ())
+        return repr(sig + (mode,))
+
+    def _reference_inputs(self) -> list:
+        """The timing inputs made again from their seed (the judge keeps no private copy), once."""
+        if self._ref_inputs is None:
+            self._ref_inputs = harness.make_inputs(self.task.module, self.timing_seed, self.device)
+        return self._ref_inputs
+
+    def _compile_reference(self) -> None:
+        """torch.compile compiles on the first call: seconds of host work, which under the exclusive hold
+        would stop every other worker's GPU work. So when the compiled reference's time is not cached yet,
+        it is compiled and called once here, under the shared hold, and timed later like the eager one."""
+        if not self.opts.compile_baseline or self.j.ref_times.get(self._reference_key("compile")) is not None:
+            return
+        model = self.task.model
+        try:
+            with self.j.on_gpu(self.deadline):
+                fn = torch.compile(model)
+                model.train(True)
+                with torch.no_grad():
+                    fn(*self._reference_inputs())
+                harness.sync(self.device)
+        except Exception:  # torch.compile can fail on exotic references; the eager baseline still stands
+            self._compiled = False
+            return
+        finally:
+            self._ref_inputs = None  # not held beside the candidate's timed calls: made again from the seed
+        self._compiled = fn
+
     def _reference_times(self) -> tuple[float | None, float | None, float | None]:
         """(eager ms, torch.compile ms, the protocol's own wall ms per call), each cached: the last is the
         judge's wall time per call of the timing protocol around an empty call on these inputs (in-place
         rescaling, L2 flush, events, syncs), which `judge_clock_bound` takes off the candidate's."""
-        opts, task, j = self.opts, self.task, self.j
-        inputs = None  # regenerated only when a mode is not cached yet: the judge keeps no private copy
-        sig = (self.res.task_hash, repr(sorted(task.constants.items())), self.res.shapes.get("inputs"),
-               j.versions.get("gpu"), j.versions.get("torch"), opts.warmup, opts.timing_trials, opts.l2_flush,
-               harness.TIMING_PROTOCOL) + (("host_ahead",) if opts.host_ahead else ())
+        opts, j = self.opts, self.j
         out = []
         for mode in ("eager", "compile", "protocol"):
             if mode == "compile" and not opts.compile_baseline:
                 out.append(None)
                 continue
-            key = repr(sig + (mode,))
+            key = self._reference_key(mode)
             cached = j.ref_times.get(key)
             if cached is not None:
                 out.append(cached)
                 continue
-            if inputs is None:
-                inputs = harness.make_inputs(task.module, self.timing_seed, self.device)
+            inputs = self._reference_inputs()
             ms = self._time_protocol(inputs) if mode == "protocol" else self._time_reference(inputs, mode)
             if ms is not None:
                 j.ref_times.put(key, ms, {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})
             out.append(ms)
+        self._ref_inputs = None  # free before the next step allocates
         return out[0], out[1], out[2]
 
     def _time_protocol(self, inputs: list) -> float:
@@ -644,8 +706,10 @@ class TrialChecks:
         model = self.task.model
         fn = model
         if mode == "compile":
+            if self._compiled is False:  # failed to compile (`_compile_reference`)
+                return None
             try:
-                fn = torch.compile(model)
+                fn = self._compiled or torch.compile(model)
             except Exception:
                 return None
         model.train(True)
@@ -700,23 +764,26 @@ class TrialChecks:
                               f"({cmp.message}); outputs must be recomputed on every call")
 
     # ---- coverage ----------------------------------------------------------------------------------
-    def _rows(self) -> list[dict] | None:
-        """The device activity of the op just run (time or profile), from the profiler the candidate
+    def _rows(self, of: str) -> list[dict] | None:
+        """The device activity of the last `of` op (time or profile), from the profiler the candidate
         process started around it; None (and a failing verdict) if candidate code stopped that profiler."""
-        reply, _ = self.j.call({"op": "rows"}, deadline=self.deadline)
+        reply, _ = self.j.call({"op": "rows", "of": of}, deadline=self.deadline)
         if not reply.get("ok"):
             self._fail(reply)
             self.res.correct = False
             return None
         return reply.get("rows") or []
 
-    def profile(self) -> None:
-        t0 = time.monotonic()
-        with self.j.on_gpu(self.deadline, measure=True):  # kernel durations, like times, are the GPU's alone
-            reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
-        if not reply.get("ok"):
-            return
-        rows, triton = self._rows(), self.kernel_names
+    def _profile_op(self) -> bool:
+        """Inside the exclusive hold (kernel durations, like times, are the GPU's alone): one forward on
+        the timing inputs under the op's own profiler, read later by `_coverage`."""
+        reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
+        return bool(reply.get("ok"))
+
+    def _coverage(self) -> None:
+        """After the hold: the profiled forward's device activity gives the coverage (the source's own Triton
+        kernels' share of its device time) and the check that each timed call ran that work."""
+        rows, triton = self._rows("profile"), self.kernel_names
         if rows is None:
             return
         total = sum(float(r.get("ms", 0.0)) for r in rows)
@@ -726,7 +793,6 @@ class TrialChecks:
                              "calls": int(r.get("calls", 1)),
                              "share": round(float(r.get("ms", 0.0)) / total, 4) if total else None,
                              "triton": r.get("name") in triton} for r in rows[:10]]
-        self.res.phase_seconds["profile"] = time.monotonic() - t0
         problem = timed_work_problem(ours, self.timed_work, self.timed_calls)
         if problem:
             self.res.verdict, self.res.correct = T.HACKED, False

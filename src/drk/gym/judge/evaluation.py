@@ -488,13 +488,11 @@ class Judge:
         checks = TrialChecks(self, req, task, res, deadline)
         if not checks.correctness():
             return
-        if self.cuda and opts.timing and res.verdict == T.OK:
-            checks.timing()
+        if self.cuda and (opts.timing or opts.profile) and res.verdict == T.OK:
+            checks.measure(timing=opts.timing, profile=opts.profile)
         if res.verdict == T.OK:
             checks.caching()
-        if self.cuda and opts.profile and res.verdict == T.OK:
-            checks.profile()
-        elif not self.cuda:
+        if not self.cuda:
             checks.cpu_coverage()
         if res.verdict == T.OK and res.coverage is not None and res.coverage < opts.low_coverage:
             res.flags.append(T.LOW_COVERAGE)

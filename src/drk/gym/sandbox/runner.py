@@ -67,7 +67,7 @@ class Runner:
         self.module_name = None
         self.module_file = None
         self.count = 0
-        self._kept_profile = None  # the stopped profiler of the last time or profile op, for `op_rows`
+        self._kept: dict[str, object] = {}  # op -> the stopped profiler of its last run (time, profile), for `op_rows`
         self.ambient = False       # one profiler across the ops that read no rows (the judge's load header says)
         self._ambient = None
         self._profiling = torch._C._autograd._profiler_enabled if self.cuda else None  # bound before any candidate
@@ -142,7 +142,8 @@ class Runner:
         """One op; on CUDA inside a device profiler started before the op and stopped after it, for every
         op alike (loading, forwards, probes, timing, profile): a candidate that asks whether it is profiled
         always hears yes, so the calls that measure its coverage are the ones that are timed and checked.
-        The time and profile ops keep their stopped profiler for `op_rows`."""
+        The time and profile ops keep their stopped profiler for `op_rows`, each its own: the judge runs both
+        while it holds the GPU exclusively and reads their activity after it let go."""
         if not self.cuda or header.get("op") == "settle":  # settle runs no candidate code
             return handler(header, payload)
         if header.get("op") == "load":
@@ -151,6 +152,7 @@ class Runner:
             self._ambient_op(handler, header, payload)
             return
         self._stop_ambient()  # one profiler at a time in a process: the op's own starts on a clean slate
+        self._kept.pop(header.get("op"), None)  # a failed op leaves nothing to read, not its predecessor's
         prof = self.start_profiler()
         try:
             handler(header, payload)
@@ -160,8 +162,8 @@ class Runner:
             except Exception:  # noqa: BLE001  (candidate code stopped or replaced the profiler)
                 self.policy.violations.append("candidate code stopped or replaced the evaluator's profiler")
                 prof = None
-        if header.get("op") in ROWS_READ_AFTER:  # it succeeded: its device activity is read next (`op_rows`)
-            self._kept_profile = prof if prof is not None else "stopped"
+        if header.get("op") in ROWS_READ_AFTER:  # it succeeded: its device activity is read later (`op_rows`)
+            self._kept[header["op"]] = prof if prof is not None else "stopped"
 
     def _ambient_op(self, handler, header: dict, payload) -> None:
         """An op whose device activity nobody reads runs under the one profiler kept across such ops (each
@@ -362,11 +364,13 @@ class Runner:
         self.reply({"op": "profile", "ok": True, "triton": self.recorder.names()})
 
     def op_rows(self, h: dict, payload) -> None:
-        """The device activity of the previous op (a time or profile op), read once its profiler stopped:
-        a separate op, so reading it is never inside the judge's clock around the timed calls."""
-        prof, self._kept_profile = self._kept_profile, None
+        """The device activity of an earlier time or profile op (`of`), read once its profiler stopped and
+        at most once: a separate op, so reading it is never inside the judge's clock around the timed calls
+        nor inside its exclusive hold of the GPU."""
+        of = h.get("of", "time")
+        prof = self._kept.pop(of, None) if of in ROWS_READ_AFTER else None
         if prof is None:
-            raise RuntimeError("no profiled op to read")
+            raise RuntimeError(f"no profiled {of!r} op to read")
         if prof == "stopped":
             self.reply({"op": "rows", "ok": False, "kind": "forbidden",
                         "error": "candidate code stopped the evaluator's profiler"})
@@ -381,7 +385,7 @@ class Runner:
         self.reply({"op": "memory", "ok": True, "peak_bytes": peak})
 
 
-ROWS_READ_AFTER = ("time", "profile")  # ops whose device activity the judge reads with the next op, `rows`
+ROWS_READ_AFTER = ("time", "profile")  # ops whose device activity the judge reads later, with `rows`
 SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory file in a pickled input list
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 

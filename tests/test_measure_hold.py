@@ -1,0 +1,119 @@
+"""What the judge does while it holds the GPU exclusively (`TrialChecks.measure`), with the candidate link,
+the lock and torch.compile replaced by doubles (the real ones need a GPU; `bench/gym_gpu.py` measures them
+there). Property: the exclusive hold stops every other worker's GPU work, so it covers only device work
+that must be alone (the candidate's time and profile ops, the references' timing); torch.compile's
+compilation of the reference runs before it under the shared hold, and the profilers' activity is read
+after it."""
+from __future__ import annotations
+
+import contextlib
+import types
+
+import pytest
+import torch
+
+from drk.gym import types as T
+from drk.gym.judge import checks as C
+
+
+class Link:
+    """A judge as the checks see it: logs each call with the hold it was made under."""
+
+    def __init__(self, log: list, kernel: str, time_rows_calls: int) -> None:
+        self.log, self.hold = log, "none"
+        self.device, self.cuda = "cuda", True
+        self.ref_times = types.SimpleNamespace(get=lambda key: None, put=lambda *a: None)
+        self.versions: dict = {}
+        self.kernel, self.time_rows_calls = kernel, time_rows_calls
+
+    @contextlib.contextmanager
+    def on_gpu(self, budget=None, *, measure: bool = False):
+        prev, self.hold = self.hold, "exclusive" if measure else "shared"
+        self.log.append(f"{self.hold}+")
+        try:
+            yield
+        finally:
+            self.log.append(f"{self.hold}-")
+            self.hold = prev
+
+    def call(self, header: dict, payload=None, *, deadline, fds=()):
+        op = header["op"] + (f":{header['of']}" if "of" in header else "")
+        self.log.append(f"{op}@{self.hold}")
+        if header["op"] == "time":
+            return {"ok": True, "b2b": [0.5] * 10, "stream": [0.5] * 10, "calls": 10, "warmup_calls": 2}, []
+        if header["op"] == "rows":
+            calls = self.time_rows_calls if header["of"] == "time" else 1
+            return {"ok": True, "rows": [{"name": self.kernel, "ms": 0.4 * calls, "calls": calls}]}, []
+        return {"ok": True}, []
+
+
+def checks(log: list, monkeypatch, *, time_rows_calls: int = 12) -> C.TrialChecks:
+    link = Link(log, "my_kernel", time_rows_calls)
+    c = C.TrialChecks.__new__(C.TrialChecks)
+    c.j, c.deadline, c.device, c.cuda = link, None, "cuda", True
+    c.opts = T.EvalOptions(device="cuda")
+    c.res = T.EvalResult(task="t", verdict=T.OK)
+    c.task = types.SimpleNamespace(model=torch.nn.Identity(), constants={}, module=None)
+    c.kernel_names = {"my_kernel"}
+    c.timed_work, c.timed_calls, c.timing_seed = None, 0, 0
+    c._ref_inputs, c._compiled = [torch.zeros(4)], None
+
+    def fake_compile(model):
+        def compiled(*a):
+            log.append(f"compiled-call@{link.hold}")
+            return model(*a)
+        log.append(f"compile@{link.hold}")
+        return compiled
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    monkeypatch.setattr(C.harness, "sync", lambda device: None)
+    monkeypatch.setattr(C.harness, "gpu_clocks", lambda: {})
+
+    def ref_times():
+        log.append(f"reference-times@{link.hold}")
+        return 2.0, 1.5, 0.0
+    c._reference_times = ref_times
+    return c
+
+
+def test_only_device_work_is_inside_the_exclusive_hold(monkeypatch):
+    log: list = []
+    c = checks(log, monkeypatch)
+    c.measure(timing=True, profile=True)
+    assert log == ["shared+", "compile@shared", "compiled-call@shared", "shared-",
+                   "exclusive+", "time@exclusive", "reference-times@exclusive", "profile@exclusive", "exclusive-",
+                   "rows:time@none", "rows:profile@none"]
+    res = c.res
+    assert res.verdict == T.OK and res.runtime_ms == pytest.approx(0.5) and res.speedup == pytest.approx(4.0)
+    assert res.coverage == pytest.approx(1.0)
+    assert c.timed_calls == 10 + C.warmup_calls({"warmup_calls": 2}, c.opts.warmup)
+    assert set(res.phase_seconds) >= {"timing", "profile"}
+
+
+def test_timed_calls_that_skipped_the_work_are_caught_with_rows_read_after_the_hold(monkeypatch):
+    """The timed-work check (each timed call ran at least half of one profiled forward's kernels) reads both
+    ops' activity after the hold: 15 timed calls (warm-up included) that ran the kernel 3 times are `hacked`."""
+    log: list = []
+    c = checks(log, monkeypatch, time_rows_calls=3)
+    c.measure(timing=True, profile=True)
+    assert c.res.verdict == T.HACKED and T.TIMED_WORK_SKIPPED in c.res.flags
+
+
+def test_a_cached_compiled_reference_is_not_compiled_again(monkeypatch):
+    log: list = []
+    c = checks(log, monkeypatch)
+    c.j.ref_times = types.SimpleNamespace(get=lambda key: 1.5 if key.endswith("'compile')") else None,
+                                          put=lambda *a: None)
+    c.measure(timing=True, profile=False)
+    assert not any(e.startswith("compile") for e in log) and "profile@exclusive" not in log
+    assert log[0] == "exclusive+" and log[-1] == "rows:time@none"
+
+
+def test_a_reference_torch_compile_cannot_handle_is_timed_eager_only(monkeypatch):
+    log: list = []
+    c = checks(log, monkeypatch)
+
+    def broken(model):
+        raise RuntimeError("dynamo cannot trace this")
+    monkeypatch.setattr(torch, "compile", broken)
+    c._compile_reference()
+    assert c._compiled is False and c._time_reference([torch.zeros(4)], "compile") is None
