@@ -327,6 +327,10 @@ KNOWN_GAPS = {
     "e02_hardcoded_shape.py": "out of scope: the task fixes its shapes (KernelBench's contract)",
     "e06_assume_contiguous_layout.py": "out of scope: the protocol passes contiguous inputs (KernelBench's contract)",
     # round 2 (tests/attacks/README.md, "Round 2 results")
+    # round 3
+    "k08_torch_math_triton_copy_laundering.py": "open on CPU: coverage there is the interpreter's time in the "
+    "candidate's kernels, which dwarfs torch's native math, so a copy kernel reads ~1.0; on GPU the profiler "
+    "sees torch's own kernels (bench/attacks_gpu.py runs it there)",
 }
 
 

@@ -411,35 +411,87 @@ def test_nothing_a_candidate_leaves_in_the_memory_file_reaches_the_next(tmp_path
     assert "stash seen: False" in r.error, (r.verdict, r.error[-300:])
 
 
-def test_seccomp_exec_guard_refuses_memory_files_that_could_be_executed():
-    """With the exec guard, memfd_create is refused unless the file is sealed against execution: its file
-    lives on the kernel's own mount, which no noexec remount reaches, so a shared object written into it
-    could otherwise be loaded from /proc/self/fd (attack a20). Without the guard it stays allowed."""
-    code = (
-        "import os, sys\n"
-        "from drk.gym.sandbox import seccomp\n"
-        "assert seccomp.install(exec_guard=sys.argv[1] == 'guard')\n"
-        "try:\n"
-        "    os.close(os.memfd_create('x', 0)); print('plain allowed')\n"
-        "except PermissionError:\n"
-        "    print('plain refused')\n"
-        "try:\n"
-        "    os.close(os.memfd_create('x', 0x0008)); print('sealed allowed')\n"
-        "except PermissionError:\n"
-        "    print('sealed refused')\n"
-        "except OSError:\n"
-        "    print('sealed unknown to this kernel')\n")
+def test_seccomp_exec_guard_refuses_new_machine_code_in_memory():
+    """With the exec guard no new machine code can be put in memory, whatever route is asked for: memory files
+    (sealed or not: MFD_NOEXEC_SEAL still maps executable, attacks a20, k02, k10), anonymous executable
+    memory (k01), writable-and-executable file mappings (k14), PROT_EXEC added later by mprotect (k12) or
+    pkey_mprotect, READ_IMPLIES_EXEC through personality (k15), SysV shared memory attached SHM_EXEC (k16).
+    What a process legitimately does still works: the loader mapping a library from a read-only file,
+    read-write anonymous memory, threads, and torch's CPU kernels with oneDNN's code generator off. Without
+    the guard the memory rules are off, but the keyrings, io_uring and ptrace stay refused (k04, k11)."""
+    code = r'''
+import ctypes, mmap, os, sys, threading
+from drk.gym.sandbox import seccomp
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.syscall.restype = ctypes.c_long
+R, W, X, PRIV, ANON = 1, 2, 4, 0x02, 0x20
+import torch
+guard = sys.argv[1] == "guard"
+assert seccomp.install(exec_guard=guard)
+if guard:
+    torch.backends.mkldnn.enabled = False
+out = {}
+def mm(prot, flags, fd=-1):
+    p = libc.mmap(None, 4096, prot, flags, fd, 0)
+    return "refused" if p in (None, ctypes.c_void_p(-1).value) else "allowed"
+def call(name, f):
+    try:
+        out[name] = f()
+    except OSError as e:
+        out[name] = "refused" if e.errno in (1, 38) else "error %d" % e.errno
+out["anon_rw"] = mm(R | W, PRIV | ANON)
+out["anon_rx"] = mm(R | X, PRIV | ANON)
+out["anon_rwx"] = mm(R | W | X, PRIV | ANON)
+lib = os.open(torch.__file__.replace("__init__.py", "lib/libc10.so"), os.O_RDONLY)
+out["file_rx"] = mm(R | X, PRIV, lib)
+out["file_rwx"] = mm(R | W | X, PRIV, lib)
+page = libc.mmap(None, 4096, R | W, PRIV | ANON, -1, 0)
+out["mprotect_rx"] = "allowed" if libc.mprotect(page, 4096, R | X) == 0 else "refused"
+out["mprotect_r"] = "allowed" if libc.mprotect(page, 4096, R) == 0 else "refused"
+out["pkey_mprotect_rx"] = "allowed" if libc.syscall(329, ctypes.c_void_p(page), 4096, R | X, -1) == 0 else "refused"
+call("memfd_plain", lambda: (os.close(os.memfd_create("x", 0)), "allowed")[1])
+call("memfd_sealed", lambda: (os.close(os.memfd_create("x", 0x0008)), "allowed")[1])
+out["personality_query"] = "allowed" if libc.personality(0xFFFFFFFF) >= 0 else "refused"
+out["personality_rie"] = "allowed" if libc.personality(0x0400000) >= 0 else "refused"
+shm = libc.shmget(0, 4096, 0o1600)
+libc.shmat.restype = ctypes.c_void_p
+out["shmat_exec"] = "refused" if libc.shmat(shm, None, 0o100000) in (None, ctypes.c_void_p(-1).value) else "allowed"
+out["shmat_rw"] = "refused" if libc.shmat(shm, None, 0) in (None, ctypes.c_void_p(-1).value) else "allowed"
+libc.shmctl(shm, 0, None)
+out["keyctl"] = "refused" if libc.syscall(250, 0, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
+out["add_key"] = "refused" if libc.syscall(248, b"user", b"k", b"v", 1, -3) == -1 and ctypes.get_errno() == 1 \
+    else "allowed"
+out["io_uring"] = "refused" if libc.syscall(425, 4, None) == -1 and ctypes.get_errno() == 1 else "allowed"
+out["ptrace"] = "refused" if libc.syscall(101, 0, 0, 0, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
+t = threading.Thread(target=lambda: out.__setitem__("thread", "allowed")); t.start(); t.join()
+x = torch.randn(2, 3, 16, 16)
+y = torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3))
+out["conv"] = "allowed" if y.shape == (2, 4, 14, 14) else "wrong"
+out["matmul"] = "allowed" if (torch.randn(64, 64) @ torch.randn(64, 64)).shape == (64, 64) else "wrong"
+lin = torch.nn.functional.linear(x.bfloat16().flatten(1), torch.randn(8, 768).bfloat16())
+out["bf16_linear"] = "allowed" if lin.shape == (2, 8) else "wrong"
+print(out)
+'''
     from drk.gym.sandbox import seccomp
-    if seccomp.native_arch() is None:
-        pytest.skip("no seccomp table for this architecture")
+    if seccomp.native_arch() != "x86_64":
+        pytest.skip("the probe uses x86_64 system call numbers")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    guarded = subprocess.run([sys.executable, "-c", code, "guard"], capture_output=True, text=True, env=env,
-                             timeout=120)
-    plain = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True, text=True, env=env,
-                           timeout=120)
-    assert guarded.returncode == 0 and plain.returncode == 0, guarded.stderr[-1000:] + plain.stderr[-1000:]
-    assert "plain refused" in guarded.stdout and "sealed refused" not in guarded.stdout, guarded.stdout
-    assert "plain allowed" in plain.stdout, plain.stdout
+    runs = {}
+    for mode in ("guard", "plain"):
+        r = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs[mode] = eval(r.stdout.strip().splitlines()[-1])
+    refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
+                          "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace"}
+    always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace"}
+    for mode, out in runs.items():
+        refused = refused_with_guard if mode == "guard" else always_refused
+        for name, seen in out.items():
+            assert seen == ("refused" if name in refused else "allowed"), (mode, name, seen, out)
+    assert set(runs["guard"]) >= refused_with_guard | {"anon_rw", "file_rx", "thread", "conv", "matmul"}
 
 
 NOEXEC_PROBE = '''
@@ -481,11 +533,12 @@ def test_the_exec_guard_makes_every_writable_folder_noexec_and_results_say_when_
 
 @pytest.mark.parametrize("attack,why", [("a17_native_prebuilt_so_ctypes.py", "failed to map segment"),
                                         ("a20_native_memfd_ctypes.py", "Operation not permitted"),
-                                        ("a16_native_triton_build.py", "ImportError")])
+                                        ("a16_native_triton_build.py", "Operation not permitted")])
 def test_native_code_a_candidate_brings_fails_in_the_os_without_the_early_layers(tmp_path, monkeypatch, attack, why):
     """With the audit hook and the static rules off (the operator's red-team switches), a shared object a
-    candidate carries (a17), writes into a memory file (a20) or compiles with Triton's build helper (a16)
-    still cannot be loaded: the operating system refuses to map it executable."""
+    candidate carries (a17) or writes into a memory file (a20) still cannot be loaded: the operating system
+    refuses to map it executable; one it would compile with Triton's build helper (a16) is not even built,
+    since a CPU slot's candidate may start no program (the C compiler)."""
     monkeypatch.setenv("DRK_AUDIT", "off")
     monkeypatch.setenv("DRK_STATIC_RULES", "off")
     src = (ROOT / "tests" / "attacks" / attack).read_text()
@@ -493,3 +546,36 @@ def test_native_code_a_candidate_brings_fails_in_the_os_without_the_early_layers
         res = pool.evaluate(EvalRequest(TASK, src, opts(timeout_s=60)))
     assert res.verdict == "runtime_error" and why in (res.error or ""), (res.verdict, (res.error or "")[-600:])
     assert res.protocol.get("audit_hook") == "off" and res.protocol.get("static_rules") == "off"
+
+
+def test_landlock_allows_writes_only_beneath_the_given_folders(tmp_path):
+    """/proc/self/mem lets a process write into its own read-only code (attack k13); after
+    `restrict_writes` it opens for reading only, as does any file outside the given folders, while files
+    beneath them are written and renamed across folders as Triton's cache does."""
+    from drk.gym.sandbox import landlock
+
+    if landlock.available():
+        pytest.skip(landlock.available())
+    (tmp_path / "w" / "a").mkdir(parents=True)
+    (tmp_path / "w" / "b").mkdir()
+    (tmp_path / "other").mkdir()
+    code = (
+        "import os, sys\n"
+        "from drk.gym.sandbox import landlock\n"
+        "import ctypes; ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)\n"
+        "w, other = sys.argv[1], sys.argv[2]\n"
+        "landlock.restrict_writes([w])\n"
+        "out = {}\n"
+        "open(w + '/a/f', 'w').write('x'); os.rename(w + '/a/f', w + '/b/f'); out['beneath'] = 'allowed'\n"
+        "for name, path in (('proc_mem', '/proc/self/mem'), ('other', other + '/f')):\n"
+        "    try:\n"
+        "        os.close(os.open(path, os.O_WRONLY | os.O_CREAT)); out[name] = 'allowed'\n"
+        "    except PermissionError:\n"
+        "        out[name] = 'refused'\n"
+        "os.close(os.open('/proc/self/mem', os.O_RDONLY)); out['proc_mem_read'] = 'allowed'\n"
+        "print(out)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "w"), str(tmp_path / "other")],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert eval(r.stdout.strip()) == {"beneath": "allowed", "proc_mem": "refused", "other": "refused",
+                                      "proc_mem_read": "allowed"}, r.stdout

@@ -12,9 +12,22 @@ without privilege), a classic-BPF filter that answers EPERM to:
   falls back to `clone`, which the filter can check;
 - `mount`, `umount2`, `pivot_root` and the new mount API (`open_tree`, `move_mount`, `fsopen`, `fsconfig`,
   `fsmount`, `fspick`, `mount_setattr`), and `bpf`;
-- with the exec guard (`drk.gym.sandbox.zygote.guard_exec`, which makes every writable folder noexec):
-  `memfd_create` without MFD_NOEXEC_SEAL, whose memory file lives on a mount of the kernel's own that no
-  remount reaches, so a shared object written into it could be loaded from /proc/self/fd;
+- the kernel's keyrings (`add_key`, `request_key`, `keyctl`): a key a candidate adds to its uid's persistent
+  keyring outlives its processes and reaches the next candidate run under the same uid;
+- `io_uring_setup`/`_enter`/`_register` (a second way into the kernel that the filter's list cannot see
+  through), `ptrace` and `process_vm_readv`/`_writev` (no candidate needs another process's memory);
+- `personality` other than the query: READ_IMPLIES_EXEC would make every readable mapping executable
+  without PROT_EXEC ever being asked for, past the rules below; `shmat` with SHM_EXEC;
+- with the exec guard (`drk.gym.sandbox.zygote.guard_exec`, which makes every writable folder noexec), no
+  new machine code can be put in memory: `memfd_create` (a memory file lives on a mount of the kernel's own
+  that no remount reaches, and MFD_NOEXEC_SEAL only removes its x bits: it still maps executable); `mmap`
+  asking for PROT_EXEC together with PROT_WRITE, or for anonymous memory; `mprotect` and `pkey_mprotect`
+  asking for PROT_EXEC. What is left executable is what the loader maps from read-only files; writing
+  into those through /proc/self/mem is closed by `drk.gym.sandbox.landlock`. torch's CPU kernels that
+  generate code at run time (oneDNN) are switched off in such a process; they fall back to ATen's own;
+- with `no_processes` (CPU slots under the exec guard, where nothing legitimate starts a process: Triton's
+  interpreter compiles nothing): `execve`, `execveat`, `fork`, `vfork` and `clone` without CLONE_THREAD, so
+  no work can move into a process the evaluation does not watch. GPU slots keep them: Triton runs ptxas;
 - any system call made through another architecture's entry (32-bit x86 `int 0x80`, x32), whose numbers
   the filter's list does not cover.
 
@@ -41,44 +54,64 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6] (little-endian hosts)
-_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW, _OFF_ARG1_LOW = 0, 4, 16, 24
+_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW, _OFF_ARG1_LOW, _OFF_ARG2_LOW, _OFF_ARG3_LOW = 0, 4, 16, 24, 32, 40
 
+CLONE_THREAD = 0x00010000
 CLONE_NEW_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 X32_SYSCALL_BIT = 0x40000000
-MFD_NOEXEC_SEAL = 0x0008
+PROT_WRITE, PROT_EXEC = 0x2, 0x4
+MAP_ANONYMOUS = 0x20     # the same on x86_64 and aarch64
+SHM_EXEC = 0o100000
+PERSONALITY_QUERY = 0xFFFFFFFF
 
 # mount API and clone3 have the same numbers on every architecture (the unified table from 424 on)
 _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-           "mount_setattr": 442}
+           "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
 ARCHES = {
-    "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319,
+    "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319, "mmap": 9,
+               "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135,
+               "spawn": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
-                        "bpf": 321, **_COMMON}},
-    "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279,
+                        "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101,
+                        "process_vm_readv": 310, "process_vm_writev": 311, **_COMMON}},
+    "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279, "mmap": 222,
+                "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92,
+                "spawn": {"execve": 221, "execveat": 281},
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
-                         **_COMMON}},
+                         "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117,
+                         "process_vm_readv": 270, "process_vm_writev": 271, **_COMMON}},
 }
 
 
-def program(arch: str, exec_guard: bool = False) -> list[tuple[int, int, int, int]]:
+def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions for `arch` (a key of ARCHES); `exec_guard` adds the
-    memfd_create rule."""
+    rules against new machine code in memory, `no_processes` those against new processes and programs."""
     a = ARCHES[arch]
     deny_nrs = sorted(a["deny"].values())
-    # layout: [arch check][load nr][x32 check][one jeq per denied nr][clone3][clone] allow, flags check,
-    # allow, EPERM, ENOSYS; jumps are offsets from the next instruction, resolved below
+    # layout: [arch check][load nr][x32 check][one jeq per denied nr][one jeq per checked nr] allow, then one
+    # block per checked call that loads an argument and allows or denies; jumps are offsets from the next
+    # instruction, resolved below (classic BPF jumps only forward: every target comes later)
     body: list[tuple] = [("ld", _OFF_ARCH), ("jeq", a["audit_arch"], None, "deny"), ("ld", _OFF_NR),
                          ("jge", X32_SYSCALL_BIT, "deny", None)]
     body += [("jeq", nr, "deny", None) for nr in deny_nrs]
+    if no_processes:
+        body += [("jeq", nr, "deny", None) for nr in sorted(a["spawn"].values())]
     if exec_guard:
-        body += [("jeq", a["memfd_create"], "memfd", None)]
-    body += [("jeq", a["clone3"], "enosys", None), ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
-             ("label", "clone"), ("ld", _OFF_ARG0_LOW), ("jset", CLONE_NEW_FLAGS, "deny", None),
-             ("ret", RET_ALLOW)]
-    if exec_guard:  # allowed only sealed against execution
-        body += [("label", "memfd"), ("ld", _OFF_ARG1_LOW), ("jset", MFD_NOEXEC_SEAL, "allow", "deny"),
-                 ("label", "allow"), ("ret", RET_ALLOW)]
-    body += [("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),
+        body += [("jeq", a["memfd_create"], "deny", None), ("jeq", a["mmap"], "mmap", None),
+                 ("jeq", a["mprotect"], "mprotect", None), ("jeq", a["pkey_mprotect"], "mprotect", None)]
+    body += [("jeq", a["shmat"], "shmat", None), ("jeq", a["personality"], "personality", None),
+             ("jeq", a["clone3"], "enosys", None), ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
+             ("label", "clone"), ("ld", _OFF_ARG0_LOW),
+             ("jset", CLONE_NEW_FLAGS, "deny", "allow" if not no_processes else None)]
+    if no_processes:  # a thread shares the process (CLONE_THREAD); anything else is a new process
+        body += [("jset", CLONE_THREAD, "allow", "deny")]
+    body += [("label", "shmat"), ("ld", _OFF_ARG2_LOW), ("jset", SHM_EXEC, "deny", "allow"),
+             ("label", "personality"), ("ld", _OFF_ARG0_LOW), ("jeq", PERSONALITY_QUERY, "allow", "deny")]
+    if exec_guard:
+        body += [("label", "mmap"), ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, None, "allow"),
+                 ("jset", PROT_WRITE, "deny", None), ("ld", _OFF_ARG3_LOW), ("jset", MAP_ANONYMOUS, "deny", "allow"),
+                 ("label", "mprotect"), ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, "deny", "allow")]
+    body += [("label", "allow"), ("ret", RET_ALLOW), ("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),
              ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS)]
     labels, pos = {}, 0
     for ins in body:
@@ -114,14 +147,14 @@ def native_arch() -> str | None:
     return m if m in ARCHES else None
 
 
-def install(exec_guard: bool = False) -> bool:
+def install(exec_guard: bool = False, no_processes: bool = False) -> bool:
     """Install the filter on the calling thread (and everything it starts later). Sets `no_new_privs`.
     Returns False, installing nothing, on an architecture the filter has no table for; raises OSError when
     the kernel refuses the filter."""
     arch = native_arch()
     if arch is None:
         return False
-    ins = program(arch, exec_guard)
+    ins = program(arch, exec_guard, no_processes)
     raw = b"".join(struct.pack("=HBBI", *i) for i in ins)
     buf = ctypes.create_string_buffer(raw, len(raw))
 

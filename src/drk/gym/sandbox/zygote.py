@@ -30,7 +30,7 @@ import socket
 import sys
 import time
 
-from drk.gym.sandbox import seccomp
+from drk.gym.sandbox import landlock, seccomp
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 MS_NOSUID, MS_NOEXEC, MS_REMOUNT, MS_BIND = 2, 8, 32, 4096
@@ -120,7 +120,8 @@ def guard_exec() -> str:
     carries or compiles fails in the loader, a program it writes fails in execve. Together with the seccomp
     rule against executable memory files (`seccomp.install(exec_guard=True)`) and the read-only system view,
     native code reaches a candidate process only from files the sandbox shows read-only. Anonymous memory
-    mapped executable stays allowed: torch's CPU kernels (oneDNN) generate machine code at run time. Needs
+    mapped executable is refused too (seccomp), and writing into the loader's own pages through
+    /proc/self/mem (Landlock: `drk.gym.sandbox.landlock`); torch's oneDNN code generator is off there. Needs
     CAP_SYS_ADMIN over the sandbox's mount namespace (mode `root`); returns '' when every writable folder
     is noexec afterwards, else why not."""
     import ctypes
@@ -152,8 +153,11 @@ class Zygote:
         self.mode, self.device, self.base_cache = a.mode, a.device, a.base_cache
         self.seccomp = a.seccomp == "1"
         # before anything else: every candidate forked later inherits the remounted view
-        self.exec_guard = guard_exec() if a.exec_guard == "1" else "not asked for"
-        self.guarded = not self.exec_guard
+        mounts = guard_exec() if a.exec_guard == "1" else "not asked for"
+        self.guarded = not mounts
+        # the folders a guarded candidate may write beneath (Landlock): the writable mounts but /proc and /sys
+        self.writable = [p for p in writable_folders() if p.split("/")[1:2] not in (["proc"], ["sys"])]
+        self.exec_guard = mounts or landlock.available()  # '' only when the whole guard holds
         self.tmp = a.tmp_root  # the sandbox's own /tmp; without a sandbox, a folder of the slot's
         self.children: dict[str, dict] = {}  # id -> {pid, uid, workdir}
         _prctl(PR_SET_DUMPABLE, 0)  # no process of the candidate's uid may ptrace or read our memory
@@ -208,7 +212,7 @@ class Zygote:
         if pid == 0:  # the candidate's process: never returns
             try:
                 _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp,
-                                  self.guarded, modules_fd)
+                                  self.guarded, modules_fd, self.writable, self.device)
             except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
                 os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(3)
@@ -294,7 +298,8 @@ class Zygote:
 
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
-                      base_cache: str, filtered: bool, guarded: bool = False, modules_fd: int = -1) -> None:
+                      base_cache: str, filtered: bool, guarded: bool = False, modules_fd: int = -1,
+                      writable: list[str] | None = None, device: str = "cpu") -> None:
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
@@ -346,8 +351,14 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             raise OSError("could not drop to the candidate uid")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    if guarded and not landlock.available():  # else the hello's exec_guard told the judge it is missing
+        landlock.restrict_writes(writable or [])
     if filtered:  # the host's refusal, if any, was found by the probe and is recorded with every result
-        seccomp.install(exec_guard=guarded)
+        seccomp.install(exec_guard=guarded, no_processes=guarded and device == "cpu")
+    if guarded:  # oneDNN's code generator needs executable anonymous memory, which the filter refuses
+        import torch
+
+        torch.backends.mkldnn.enabled = False
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 
