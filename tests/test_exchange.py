@@ -16,7 +16,7 @@ def test_inputs_arrive_and_only_expected_outputs_are_written():
     x, y = torch.randn(3, 5), torch.arange(7, dtype=torch.int64)
     ref = torch.zeros(3, 5)
     ex = Exchange().load([x, 2.5, y], [ref])
-    m = Mapped(os.dup(ex.fd), ex.header())
+    m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
     got = m.input_tensors("cpu")
     assert torch.equal(got[0], x) and torch.equal(got[1], y)
     assert torch.isnan(ex.output(0, "cpu")).all()  # an unwritten slot reads as NaN, never as a stale value
@@ -31,15 +31,15 @@ def test_one_file_serves_every_forward_and_each_load_poisons_the_output_slots_ag
     nothing written for one forward may read as the next one's output."""
     x = torch.randn(6)
     ex = Exchange().load([x], [torch.zeros(6)])
-    m = Mapped(os.dup(ex.fd), ex.header())
+    m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
     assert m.write_output(0, x + 1) and torch.equal(ex.output(0, "cpu"), x + 1)
     fd = ex.fd
     ex.load([x * 3], [torch.zeros(6)])
     assert ex.fd == fd and torch.isnan(ex.output(0, "cpu")).all()  # same file, slot poisoned again
-    assert Mapped.open(m, os.dup(ex.fd), ex.header()) is m
+    assert Mapped.open(m, os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd})) is m
     assert torch.equal(m.input_tensors("cpu")[0], x * 3)
     ex.load([torch.randn(1 << 16)], [torch.zeros(1 << 16)])  # larger: a new file, and a new mapping of it
-    m2 = Mapped.open(m, os.dup(ex.fd), ex.header())
+    m2 = Mapped.open(m, os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
     assert m2 is not m and m2.input_tensors("cpu")[0].numel() == 1 << 16
     m2.close()
     ex.close()
@@ -62,7 +62,7 @@ def test_on_cuda_both_sides_pin_the_file_and_an_unwritten_slot_still_reads_nan()
     round trip keep their meaning there."""
     x, ref = torch.randn(1 << 20, device="cuda"), torch.zeros(3, 1 << 18, device="cuda")
     ex = Exchange().load([x], [ref, ref])
-    m = Mapped(os.dup(ex.fd), ex.header(), pin=True)
+    m = Mapped(os.dup(ex.fd), ex.header(), pin=True, keep=frozenset({ex.fd}))
     assert ex.pinned and m.pinned
     assert torch.equal(m.input_tensors("cuda")[0], x)
     assert m.write_output(0, ref + 1)
@@ -93,12 +93,54 @@ def test_between_candidates_every_byte_of_the_file_is_poisoned():
     its mapping (it is its own memory: padding between slots, an unused tail), so whatever it left there
     must be gone before the next candidate maps the same file, or two candidates could pass answers."""
     ex = Exchange().load([torch.randn(5)], [torch.zeros(3)])  # 20 and 12 bytes: padded to 256 each
-    m = Mapped(os.dup(ex.fd), ex.header())
+    m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
     m.mm[:] = b"\x07" * len(m.mm)  # the first candidate writes everywhere
     ex.fresh()
     assert m.mm[:] == b"\xff" * len(m.mm)
     fd = ex.fd
     ex.load([torch.randn(5)], [torch.zeros(3)])
     assert ex.fd == fd and b"\x07" not in bytes(m.mm[:])  # same file for the next candidate, nothing left
+    m.close()
+    ex.close()
+
+
+def test_the_candidate_side_keeps_no_descriptor_of_the_file():
+    """The exchange file lives on the kernel's shared-memory mount, where no noexec reaches: a descriptor of
+    it would let candidate code map what it wrote there executable (attacks k03, k17). The mapping side
+    closes the one it was sent and neutralises every other (mmap's own duplicate, a racing dup); only the
+    judge's own, which a test holds in the same process, is kept. Its mode keeps other uids from reopening it."""
+    ex = Exchange().load([torch.randn(8)], [torch.zeros(8)])
+    assert os.fstat(ex.fd).st_mode & 0o777 == 0o600
+    stray = os.dup(ex.fd)  # as if a candidate thread had duplicated the descriptor in flight
+    m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
+    file = (os.fstat(ex.fd).st_dev, os.fstat(ex.fd).st_ino)
+    left = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            st = os.fstat(int(name))
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == file:
+            left.append(int(name))
+    assert left == [ex.fd], left
+    assert m.write_output(0, torch.ones(8)) and torch.equal(ex.output(0, "cpu"), torch.ones(8))
+    os.close(stray)
+    m.close()
+    ex.close()
+
+
+def test_without_a_descriptor_a_forward_reuses_the_mapping_it_was_sent_before():
+    """The judge sends the file once, with the candidate's load, and forwards after that carry none."""
+    ex = Exchange()
+    ex.reserve(Exchange.layout_bytes([torch.randn(8)], [torch.zeros(8)]))
+    serial = ex.serial
+    m = Mapped.open(None, os.dup(ex.fd), {"inputs_shm": [], "outputs_shm": [], "shm_size": ex.size},
+                    keep=frozenset({ex.fd}))
+    x = torch.randn(8)
+    ex.load([x], [torch.zeros(8)])
+    assert ex.serial == serial  # the reserved file fits: no new file, so nothing to send
+    assert Mapped.open(m, None, ex.header()) is m and torch.equal(m.input_tensors("cpu")[0], x)
+    with pytest.raises(ValueError):
+        Mapped.open(None, None, ex.header())
     m.close()
     ex.close()

@@ -83,6 +83,7 @@ class Exchange:
 
     def __init__(self) -> None:
         self.fd, self.mm, self.size, self.pinned = -1, None, 0, 0
+        self.serial = 0  # which file this is (a candidate process is sent each file once)
         self.device: torch.device | None = None  # where the poison fill comes from (pinned files)
         self.input_specs: list[dict] = []
         self.output_specs: list[dict] = []
@@ -96,6 +97,24 @@ class Exchange:
         _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=nbytes, offset=offset),
                  self.device if self.pinned else None)
 
+    @staticmethod
+    def layout_bytes(inputs: list, expected: list[torch.Tensor]) -> int:
+        """The file size `load` needs for this forward."""
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(expected)
+        return max(sum((_spec(t)["nbytes"] + ALIGN - 1) // ALIGN * ALIGN for t in tensors), ALIGN)
+
+    def _fits(self, need: int, cuda: bool) -> bool:
+        return self.mm is not None and need <= self.size <= 2 * need + self.SLACK and (self.pinned or not cuda)
+
+    def reserve(self, need: int, device: torch.device | None = None) -> None:
+        """Before a candidate's code is loaded: a file that every forward of its evaluation fits (`need`
+        from `layout_bytes`), so the candidate process is sent the file before its code exists and never
+        again (see `Mapped`)."""
+        cuda = device is not None and device.type == "cuda"
+        if not self._fits(need, cuda):
+            self._new_file(need, pin=cuda)
+            self.device = device if cuda else None
+
     def load(self, inputs: list, expected: list[torch.Tensor]) -> "Exchange":
         specs, off = [], 0
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -107,7 +126,7 @@ class Exchange:
         self.input_specs, self.output_specs = specs[:len(tensors)], specs[len(tensors):]
         cuda = [t.device for t in tensors + list(expected) if t.device.type == "cuda"]
         need = max(off, ALIGN)
-        if need > self.size or self.size > 2 * need + self.SLACK or (cuda and not self.pinned):
+        if not self._fits(need, bool(cuda)):
             self._new_file(need, pin=bool(cuda))
             self.device = cuda[0] if cuda else None
         for s, t in zip(self.input_specs, tensors):
@@ -121,6 +140,7 @@ class Exchange:
     def _new_file(self, size: int, pin: bool) -> None:
         self.close()
         fd = os.memfd_create("drk-exchange", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.fchmod(fd, 0o600)  # a candidate of another uid cannot reopen it from a descriptor it glimpsed
         try:
             os.ftruncate(fd, size)
             # Allocated now, in the kernel (several times faster than faulting each page in on first touch),
@@ -131,6 +151,7 @@ class Exchange:
             raise HostMemoryError(f"the evaluator's host could not hold the {size / 2**30:.1f} GB memory file of "
                                   f"this task's inputs and outputs ({e.strerror or e})") from None
         self.fd, self.size = fd, size
+        self.serial += 1
         fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         self.mm = mmap.mmap(self.fd, self.size)
         self.pinned = _pin(self.mm) if pin else 0
@@ -157,25 +178,61 @@ def _close(mm: mmap.mmap, pinned: int) -> None:
         pass
 
 
+def _map_without_descriptor(fd: int, size: int, file: tuple[int, int], keep: frozenset = frozenset()) -> mmap.mmap:
+    """A shared read-write mapping of `fd` that leaves no descriptor of the file open in this process (`fd`
+    is closed). Rule: the exchange file lives on the kernel's own shared-memory mount, where no noexec
+    reaches, so any descriptor of it lets candidate code map the bytes it wrote there executable (attacks
+    k03, k17). `mmap.mmap` keeps a duplicate of the descriptor for the mapping's life unless told not to
+    (`trackfd`, Python 3.13 on); before that the duplicate is pointed at /dev/null, which its close then
+    closes instead, and so is any other descriptor of the file but those in `keep` (the judge's own, where
+    a test holds both sides in one process)."""
+    try:
+        mm = mmap.mmap(fd, size, trackfd=False)
+        os.close(fd)
+        return mm
+    except TypeError:  # Python < 3.13
+        pass
+    mm = mmap.mmap(fd, size)
+    os.close(fd)
+    null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for name in os.listdir("/proc/self/fd"):  # every descriptor of the file now open, whoever made it
+            try:
+                st = os.fstat(int(name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == file and int(name) not in keep:
+                os.dup2(null, int(name))
+    finally:
+        os.close(null)
+    return mm
+
+
 class Mapped:
     """The candidate process's side of an Exchange: mapped once per file (`Mapped.open` reuses the mapping
     when the judge sends the same file again), pinned on CUDA."""
 
-    def __init__(self, fd: int, header: dict, pin: bool = False) -> None:
+    def __init__(self, fd: int, header: dict, pin: bool = False, keep: frozenset = frozenset()) -> None:
         st = os.fstat(fd)
         size = int(header["shm_size"])
         if st.st_size != size:
             raise ValueError("exchange file has the wrong size")
         self.file = (st.st_dev, st.st_ino)
-        self.mm = mmap.mmap(fd, size)
-        os.close(fd)
+        self.mm = _map_without_descriptor(fd, size, self.file, keep)
         self.inputs, self.outputs = header["inputs_shm"], header["outputs_shm"]
         self.pinned = _pin(self.mm) if pin else 0
 
     @classmethod
-    def open(cls, held: "Mapped | None", fd: int, header: dict, pin: bool = False) -> "Mapped":
+    def open(cls, held: "Mapped | None", fd: int | None, header: dict, pin: bool = False,
+             keep: frozenset = frozenset()) -> "Mapped":
         """The mapping of the file behind `fd` for this forward's `header`: `held` when it maps that same
-        file (the descriptor is closed), else a new one (`held` is closed)."""
+        file (the descriptor is closed), else a new one (`held` is closed). Without `fd` (the judge sends a
+        file once, before the candidate's code is loaded) `held` must map a file of the header's size."""
+        if fd is None:
+            if held is None or len(held.mm) != int(header["shm_size"]):
+                raise ValueError("no exchange file of this size was sent")
+            held.inputs, held.outputs = header["inputs_shm"], header["outputs_shm"]
+            return held
         st = os.fstat(fd)
         if held is not None and held.file == (st.st_dev, st.st_ino) and len(held.mm) == st.st_size \
                 and st.st_size == int(header["shm_size"]):
@@ -184,7 +241,7 @@ class Mapped:
             return held
         if held is not None:
             held.close()
-        return cls(fd, header, pin)
+        return cls(fd, header, pin, keep)
 
     def close(self) -> None:
         _close(self.mm, self.pinned)

@@ -51,6 +51,7 @@ class PreparedTask:
     init_inputs: list
     model: torch.nn.Module
     notes: list[str] = field(default_factory=list)
+    layout_bytes: int = 0  # the exchange file one forward needs (drk.gym.judge.evaluation._layout_bytes)
 
 
 # train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).
@@ -189,7 +190,10 @@ class TrialChecks:
         header.update(exchange.header())
         given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
-        reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=[exchange.fd])
+        # the file travels only when it is new to this process (a forward that outgrew the reserved one)
+        fds = [exchange.fd] if exchange.serial != self.j.sent_exchange else []
+        self.j.sent_exchange = exchange.serial
+        reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=fds)
         if key:
             self.kept.add(key)
         if not reply.get("ok"):

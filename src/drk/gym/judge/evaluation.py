@@ -176,6 +176,7 @@ class Judge:
         self.iso = iso
         self.runner: RunnerHandle | None = None
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
+        self.sent_exchange = -1  # the exchange file's serial the current candidate process holds
         self.spare: SpareStart | None = None
         self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
         self._spawn_lock = threading.Lock()  # the spare starts on a thread of its own
@@ -363,6 +364,23 @@ class Judge:
         self.tasks[key] = prepared
         return prepared
 
+    def exchange_device(self) -> torch.device | None:
+        return torch.device(self.device) if self.cuda else None
+
+    def _layout_bytes(self, task: PreparedTask, opts: T.EvalOptions) -> int:
+        """The exchange file size one forward of this task needs (its inputs and the reference's outputs),
+        found once per prepared task by a reference forward on the first trial's inputs."""
+        if not task.layout_bytes:
+            try:
+                inputs = harness.make_inputs(task.module, opts.seed, self.device)
+                refs = harness.forward(task.model, inputs, train=True, grad=True)
+            except Exception as e:
+                raise TaskSetupError(f"the reference program failed on its inputs: {harness.short_error(e)}") \
+                    from None
+            task.layout_bytes = Exchange.layout_bytes(inputs, refs)
+            del inputs, refs
+        return task.layout_bytes
+
     @staticmethod
     def _measure_inputs(source: str) -> int:
         mod = harness.load_module(source, "drk_measure")
@@ -478,8 +496,15 @@ class Judge:
         t0 = time.monotonic()
         if self.cuda:
             self.call({"op": "memory", "reset": True}, deadline=deadline)
-        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler},
-                             {"init_inputs": task.init_inputs}, deadline=deadline)
+        # The exchange file goes to the candidate process before its code exists, sized for every forward
+        # of this evaluation, and is never sent again: a descriptor arriving later could be caught by a
+        # candidate thread and mapped executable before the runner has mapped and closed it.
+        with self.on_gpu(deadline):
+            self.exchange.reserve(self._layout_bytes(task, opts), self.exchange_device())
+        self.sent_exchange = self.exchange.serial
+        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler,
+                              "inputs_shm": [], "outputs_shm": [], "shm_size": self.exchange.size},
+                             {"init_inputs": task.init_inputs}, deadline=deadline, fds=[self.exchange.fd])
         phases["load"] = time.monotonic() - t0
         if not reply.get("ok"):
             res.verdict, res.error = reply.get("kind", T.RUNTIME_ERROR), reply.get("error", "")

@@ -199,6 +199,10 @@ class Runner:
         self.count += 1
         self.module_name = f"drk_candidate_{self.count}"
         self.module_file = os.path.join(self.workdir, f"{self.module_name}.py")
+        if h.get("_fds"):  # the judge's exchange file, mapped (and its descriptor gone) before candidate code
+            from drk.gym.common.shm import Mapped
+
+            self._mapped = Mapped.open(self._mapped, h["_fds"][0], h, pin=self.cuda)
         self.policy.armed = True
         self.recorder.reset()
         t0 = time.perf_counter()
@@ -245,7 +249,7 @@ class Runner:
         # Tensors come in the judge's sealed memory file (drk.gym.common.shm); the pickled list holds the rest
         from drk.gym.common.shm import Mapped
 
-        mapped = self._mapped = Mapped.open(self._mapped, h["_fds"][0], h, pin=self.cuda)
+        mapped = self._mapped = Mapped.open(self._mapped, (h.get("_fds") or [None])[0], h, pin=self.cuda)
         shared = iter(mapped.input_tensors(self.device))
         fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
                  for x in (payload.get("inputs") or payload.get("refresh") or [])]
