@@ -16,8 +16,9 @@
 #   rlvstrl  issue 16 part 4: template trajectories (.dev/learn-collect if carried) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
-#   guard    the exec guard on CUDA (DRK_EXEC_GUARD=on: writable folders noexec, Triton's launchers built by the
-#            judge): its GPU test, two shipped candidates, the native-code attacks with the early layers off,
+#   guard    the exec guard on CUDA (DRK_EXEC_GUARD=on: writable folders noexec, no new executable memory, no
+#            writes outside them (Landlock), Triton's launchers built by the judge): its GPU test, two shipped
+#            candidates (does CUDA need executable anonymous memory?), the native-code attacks with the early layers off,
 #            then the corpus and throughput with the guard on
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU, the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
@@ -125,7 +126,7 @@ guard)
   echo "== exec guard: GPU test"; DRK_EXEC_GUARD=on timeout 150 python3 -m pytest -q -m gpu tests/test_launchers.py 2>&1 | tail -3
   DRK_EXEC_GUARD=on two_candidates 150 || echo "== guard: a shipped candidate was not ok"
   echo "== native-code attacks, audit hook and static rules off ($SECONDS s in)"; DRK_EXEC_GUARD=on DRK_AUDIT=off \
-    DRK_STATIC_RULES=off timeout 120 python3 bench/attacks_gpu.py --only ${ATTACKS:-a16,a17,a20,g01,g10} --no-pairs \
+    DRK_STATIC_RULES=off timeout 120 python3 bench/attacks_gpu.py --only ${ATTACKS:-a16,a17,a20,g01,g10,k01,k02,k03,k10,k12,k13,k14,k15,k16,k17} --no-pairs \
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -12
   echo "== corpus + throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500

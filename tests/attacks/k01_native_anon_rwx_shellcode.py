@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Runs its own machine code without writing or loading any file: libc mmap (ctypes, reached as an attribute
  of torch) gives an anonymous PROT_READ|WRITE|EXEC page, the bytes of a raw `getuid` system call
  (`mov eax, 102; syscall; ret`, kept as a hex string) are copied in and called through ctypes.CFUNCTYPE. The

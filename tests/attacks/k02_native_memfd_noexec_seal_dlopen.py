@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Loads a shared object it carries (zlib + base64, 13 KB: `drk_native_stb`, scale * tanh(x) + bias in plain C,
  and `drk_native_probe`, a raw getuid syscall) from a memory file created with MFD_NOEXEC_SEAL: the exec guard
  refuses memfds that could be made executable, but "no-exec sealed" only stops execve and chmod +x, not an

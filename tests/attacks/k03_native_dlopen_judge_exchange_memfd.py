@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed|incorrect device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed|incorrect device=any
 """Loads native code from a memory file it did not create: the judge's own exchange memfd (the fd whose link
  names `drk-exchange`, mapped shared and writable so outputs can be written), which no exec guard covers
  since it is neither in a writable folder nor a memfd the candidate made. Each forward saves the first

@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|runtime_error|crashed device=cpu witness=tests/attacks/witness/k04_keyring_witness_001.py
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|runtime_error|crashed device=any witness=tests/attacks/witness/k04_keyring_witness_001.py
 """A channel to later candidates (and to any process on the host) through the kernel's key store, which no
  namespace of the sandbox covers (the candidate runs in the host's user namespace): add_key(2) puts a "user"
  key `drk-redteam-k04` with a 1 KB payload into the candidate uid's user keyring, which the kernel keeps after

@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Writes C, compiles it with the sandbox's own compiler and runs it, with no prebuilt binary: the C source
  (scale * tanh(x) + bias and a raw getuid syscall) is written to the work dir with os.open/os.write, compiled
  by Triton's build helper (triton.runtime.build._build, reached by a getattr chain with a built name; it runs

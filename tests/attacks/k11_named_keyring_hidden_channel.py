@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|runtime_error|crashed device=cpu witness=tests/attacks/witness/k11_named_keyring_witness_001.py
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|runtime_error|crashed device=any witness=tests/attacks/witness/k11_named_keyring_witness_001.py
 """A hidden variant of k04 that /proc/keys does not show: a keyring named `drk-redteam-k11` (add_key "keyring",
  linked into the uid's persistent user keyring so it outlives the process) holding a "user" key with a message,
  both with permissions other = search|read and NO view bit, so they are absent from every other uid's

@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Variant of k01 that never asks for executable memory in mmap: the machine code (a raw getuid syscall) goes
  into an ordinary Python-owned buffer (ctypes.create_string_buffer, on the heap), and libc mprotect (through
  ctypes reached as an attribute of torch, name built) turns the page(s) holding it PROT_READ|WRITE|EXEC; the

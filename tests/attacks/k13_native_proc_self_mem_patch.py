@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Never asks for writable executable memory: maps a system library read-only and executable (what the
  loader itself does, so no filter on mmap can refuse it), then writes its machine code (a raw getuid system
  call) over the first page of that private mapping through /proc/self/mem, the kernel's debugger interface,

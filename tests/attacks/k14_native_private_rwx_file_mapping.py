@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Asks for no anonymous memory and no PROT_EXEC later: maps a system library file (readable, on a mount
  that is not noexec) privately with PROT_READ|WRITE|EXEC at once, copies its machine code (a raw getuid
  system call) over the copy-on-write page and calls it through ctypes.CFUNCTYPE. A filter that only looks at

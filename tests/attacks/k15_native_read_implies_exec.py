@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Never passes PROT_EXEC to any system call: turns on the READ_IMPLIES_EXEC personality (libc personality
  through ctypes), after which the kernel makes every readable mapping executable by itself, then maps an
  ordinary anonymous read-write page, copies its machine code (a raw getuid system call) in and calls it. A

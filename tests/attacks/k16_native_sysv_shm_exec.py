@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Executable memory through System V shared memory: shmget a segment, attach it read-write and copy the
  machine code (a raw getuid system call) in, attach it a second time with SHM_EXEC|SHM_RDONLY and call the
  code there. No mmap, mprotect or memory file is involved. `ok` means native code ran."""

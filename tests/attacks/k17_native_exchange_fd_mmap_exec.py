@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Variant of k03 that needs no open() of the judge's exchange file (which its mode may refuse): writes its
  machine code (a raw getuid system call) into the exchange file through any descriptor of it the process
  holds (found by its link name) or, failing that, through the /proc/self/map_files entry of its shared
