@@ -579,3 +579,71 @@ def test_landlock_allows_writes_only_beneath_the_given_folders(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert eval(r.stdout.strip()) == {"beneath": "allowed", "proc_mem": "refused", "other": "refused",
                                       "proc_mem_read": "allowed"}, r.stdout
+
+
+VARYING_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Doubles a prefix of x whose length depends on x's values (1000 to 3999 elements)."""
+
+    def forward(self, x):
+        k = int(x[0].abs().item() * 10007) % 3000 + 1000
+        return x[:k] * 2.0
+
+
+def get_inputs():
+    return [torch.randn(4096)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+VARYING_SOLUTION = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        k = int(x[0].abs().item() * 10007) % 3000 + 1000
+        out = torch.empty(k, dtype=x.dtype, device=x.device)
+        double_kernel[(triton.cdiv(k, 1024),)](x, out, k, BLOCK=1024)
+        return out
+'''
+
+
+def test_an_evaluation_whose_outputs_outgrow_the_exchange_file_starts_again_with_a_larger_one(tmp_path):
+    """The exchange file is sent to a candidate process only before its code is loaded (a descriptor arriving
+    later could be caught by a candidate thread and mapped executable). A task whose output size depends on
+    its input values can outgrow the file reserved from its first inputs; the evaluation then starts again in
+    a new process with a larger file, and a correct kernel is still `ok`."""
+    task_file = tmp_path / "varying.py"
+    task_file.write_text(VARYING_TASK)
+    task = task_from_file(task_file)
+    from drk.gym.common import harness
+
+    module = harness.load_module(VARYING_TASK, "drk_test_varying")
+
+    def k(seed: int) -> int:
+        x = harness.make_inputs(module, seed, "cpu")[0]
+        return int(x[0].abs().item() * 10007) % 3000 + 1000
+
+    # a seed whose first trial's output is smaller than a later trial's: the reserved file is outgrown
+    seed = next(s for s in range(1000) if k(s) < max(k(s + j) for j in range(1, 4)) - 512)
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path / "cache")) as pool:
+        res = pool.evaluate(EvalRequest(task, VARYING_SOLUTION, opts(trials=4, seed=seed, timeout_s=120)))
+    assert res.verdict == "ok", (res.verdict, res.error[-600:])
+    assert res.shapes.get("exchange_restarts", 0) >= 1, res.shapes

@@ -39,6 +39,13 @@ class CandidateLink(Protocol):
     def recycle(self) -> None: ...
 
 
+class ExchangeOutgrown(Exception):
+    """A forward needs a larger exchange file than the one the candidate process was given before its code
+    was loaded (a task whose output sizes depend on its input values). The evaluation starts again in a new
+    process with a larger file: a file is never sent to a process that holds candidate code, whose threads
+    could catch the descriptor in flight and map the file executable."""
+
+
 @dataclass
 class PreparedTask:
     """A task as the judge holds it: the loaded (possibly scaled) program, its reference model and facts."""
@@ -190,10 +197,10 @@ class TrialChecks:
         header.update(exchange.header())
         given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
-        # the file travels only when it is new to this process (a forward that outgrew the reserved one)
-        fds = [exchange.fd] if exchange.serial != self.j.sent_exchange else []
-        self.j.sent_exchange = exchange.serial
-        reply, frames = self.j.call(header, payload, deadline=self.deadline, fds=fds)
+        if exchange.serial != self.j.sent_exchange:  # this forward outgrew the file reserved before load
+            self.task.layout_bytes = 2 * exchange.size  # with room: the task's output sizes vary
+            raise ExchangeOutgrown(exchange.size)
+        reply, frames = self.j.call(header, payload, deadline=self.deadline)
         if key:
             self.kept.add(key)
         if not reply.get("ok"):

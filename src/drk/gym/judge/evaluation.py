@@ -39,7 +39,7 @@ from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, static
-from drk.gym.judge.checks import PreparedTask, TrialChecks
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -61,6 +61,7 @@ class RunnerGone(Exception):
 
 
 DEVICE_MEMORY_FACTOR = 10
+MAX_EXCHANGE_RESTARTS = 2  # an evaluation restarted with a larger exchange file (checks.ExchangeOutgrown)
 PROFILERS = ("per-op", "ambient")
 
 
@@ -407,7 +408,7 @@ class Judge:
         return plan.source, [T.SCALED_FOR_MEMORY]
 
     # ---- one evaluation ----------------------------------------------------------------------------
-    def evaluate(self, req: T.EvalRequest) -> T.EvalResult:
+    def evaluate(self, req: T.EvalRequest, restarts: int = 0) -> T.EvalResult:
         t_start = time.monotonic()
         opts = req.options
         deadline = Budget(left_s=opts.timeout_s, hard_deadline=t_start + T.HARD_WALL_FACTOR * opts.timeout_s + 60.0)
@@ -415,7 +416,7 @@ class Judge:
                            task_hash=req.task.source_hash, versions=dict(self.versions),
                            protocol=protocol_of(opts, self.cuda))
         phases = res.phase_seconds
-        failed = False
+        failed = outgrown = False
         rep = static.check_source(req.source)
         if not static.rules_enabled():
             res.protocol["static_rules"] = "off"
@@ -437,6 +438,12 @@ class Judge:
         except RunnerGone as g:
             res.verdict, res.error = g.verdict, g.message
             res.correct = False
+        except ExchangeOutgrown as e:  # started again below, with the larger file reserved before load
+            outgrown = True
+            res.verdict, res.correct, res.error = T.INFRA_ERROR, False, (
+                f"the task's inputs and outputs outgrew the exchange file ({e} bytes) {MAX_EXCHANGE_RESTARTS + 1} "
+                "times: its output sizes vary with its inputs beyond what the evaluator reserves")
+            res.flags.append("task_error")
         except (ScalingError, TaskSetupError) as e:  # the task's fault, never the candidate's
             res.verdict, res.error = T.INFRA_ERROR, f"task cannot be evaluated here: {e}"
             res.flags.append("task_error")
@@ -469,6 +476,10 @@ class Judge:
             phases["total"] = time.monotonic() - t_start
             if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
                 phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
+        if outgrown and restarts < MAX_EXCHANGE_RESTARTS:
+            return self.evaluate(req, restarts + 1)
+        if restarts:
+            res.shapes["exchange_restarts"] = restarts
         res.phase_seconds["candidate_budget_used"] = round(opts.timeout_s - deadline.left_s, 3)
         if self.cuda:
             res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
