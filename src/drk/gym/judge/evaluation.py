@@ -200,8 +200,11 @@ class Judge:
         self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
                                exec_guard=isolation.exec_guard_wanted(device))
         self.fork.start()
-        if iso.sandboxed and self.fork.exec_guard_gap:  # results from a weaker sandbox never mix with others
-            self.versions["sandbox"] = f"{iso.label} (no exec guard: {self.fork.exec_guard_gap})"
+        gap = self.fork.exec_guard_gap
+        if iso.sandboxed and gap:  # results from a weaker sandbox never mix with others
+            # Landlock missing: noexec and the seccomp rules hold, /proc/self/mem stays writable
+            what = "exec guard without Landlock" if gap.startswith("Landlock") else "no exec guard"
+            self.versions["sandbox"] = f"{iso.label} ({what}: {gap})"
 
     # ---- runner management -------------------------------------------------------------------------
     def _spawn(self) -> RunnerHandle:
