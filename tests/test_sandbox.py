@@ -415,7 +415,8 @@ def test_seccomp_exec_guard_refuses_new_machine_code_in_memory():
     """With the exec guard no new machine code can be put in memory, whatever route is asked for: memory files
     (sealed or not: MFD_NOEXEC_SEAL still maps executable, attacks a20, k02, k10), anonymous executable
     memory (k01), writable-and-executable file mappings (k14), PROT_EXEC added later by mprotect (k12) or
-    pkey_mprotect, READ_IMPLIES_EXEC through personality (k15), SysV shared memory attached SHM_EXEC (k16).
+    pkey_mprotect, READ_IMPLIES_EXEC through personality (k15), SysV shared memory attached SHM_EXEC (k16),
+    userfaultfd filling an executable page (l01).
     What a process legitimately does still works: the loader mapping a library from a read-only file,
     read-write anonymous memory, threads, and torch's CPU kernels with oneDNN's code generator off. Without
     the guard the memory rules are off, but the keyrings, io_uring and ptrace stay refused (k04, k11)."""
@@ -466,6 +467,7 @@ out["add_key"] = "refused" if libc.syscall(248, b"user", b"k", b"v", 1, -3) == -
     else "allowed"
 out["io_uring"] = "refused" if libc.syscall(425, 4, None) == -1 and ctypes.get_errno() == 1 else "allowed"
 out["ptrace"] = "refused" if libc.syscall(101, 0, 0, 0, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
+out["userfaultfd"] = "refused" if libc.syscall(323, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
 t = threading.Thread(target=lambda: out.__setitem__("thread", "allowed")); t.start(); t.join()
 x = torch.randn(2, 3, 16, 16)
 y = torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3))
@@ -485,8 +487,9 @@ print(out)
         assert r.returncode == 0, r.stderr[-2000:]
         runs[mode] = eval(r.stdout.strip().splitlines()[-1])
     refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
-                          "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace"}
-    always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace"}
+                          "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace",
+                          "userfaultfd"}
+    always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd"}
     for mode, out in runs.items():
         refused = refused_with_guard if mode == "guard" else always_refused
         for name, seen in out.items():
@@ -500,7 +503,7 @@ import os
 
 def _noexec_everywhere_writable():
     """Raises unless the candidate's writable folders are mounted noexec (statvfs, outside any layer)."""
-    for d in (os.getcwd(), "/tmp", "/dev/shm"):
+    for d in (os.getcwd(), "/tmp", "/dev/shm", "/dev/zero", "/dev/null"):  # device nodes are bound on their own
         if not os.statvfs(d).f_flag & os.ST_NOEXEC:
             raise RuntimeError(d + " is executable")
     leaked = [k for k in os.environ if k.startswith("DRK_") and k != "DRK_AUDIT"]

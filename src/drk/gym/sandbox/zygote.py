@@ -37,7 +37,7 @@ MS_NOSUID, MS_NOEXEC, MS_REMOUNT, MS_BIND = 2, 8, 32, 4096
 # statvfs's ST_* bits as mount(2)'s MS_* flags: a bind remount must repeat the flags a mount already has
 # (the kernel refuses to clear a locked one, and drops any left out)
 _ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 16: 16, 64: 64, 1024: 1024, 2048: 2048, 4096: 1 << 21}
-CLONE_NEWIPC = 0x08000000
+CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
 MAX_PACKET = 65536
 KILL_WAIT_S = 20.0  # how long a kill sweep waits for killed processes to be gone
 
@@ -100,23 +100,27 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def writable_folders() -> list[str]:
-    """Mount points of this mount namespace that are mounted read-write and are folders (a device node bound
-    on its own, such as /dev/zero or a GPU's, is not a folder: see `guard_exec`)."""
+def writable_mounts(folders_only: bool = True) -> list[str]:
+    """Mount points of this mount namespace that are mounted read-write: folders, and with `folders_only`
+    False also what is bound on its own (a device node such as /dev/zero or a GPU's)."""
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
             parts = line.split()
             if len(parts) > 5 and "rw" in parts[5].split(","):
                 point = _unescape(parts[4])
-                if os.path.isdir(point):
+                if os.path.isdir(point) or (not folders_only and os.path.exists(point)):  # else hidden by a later mount
                     out.append(point)
     return out
 
 
+def writable_folders() -> list[str]:
+    return writable_mounts(folders_only=True)
+
+
 def guard_exec() -> str:
-    """Remount every writable folder of the sandbox (its /tmp, /dev, /dev/shm, the hidden roots, /proc)
-    noexec and nosuid, so nothing a candidate writes can be mapped executable or run: a shared object it
+    """Remount every writable folder of the sandbox (its /tmp, /dev, /dev/shm, the hidden roots, /proc) and
+    every device node bound on its own noexec and nosuid, so nothing a candidate writes can be mapped executable or run: a shared object it
     carries or compiles fails in the loader, a program it writes fails in execve. Together with the seccomp
     rule against executable memory files (`seccomp.install(exec_guard=True)`) and the read-only system view,
     native code reaches a candidate process only from files the sandbox shows read-only. Anonymous memory
@@ -128,7 +132,9 @@ def guard_exec() -> str:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-    for point in writable_folders():
+    # Device nodes too: /dev/zero mapped shared and executable is fresh memory, and a second view of it made
+    # by mremap can be made writable without ever asking for PROT_EXEC again (attack k18)
+    for point in writable_mounts(folders_only=False):
         have = os.statvfs(point).f_flag
         flags = sum(ms for st, ms in _ST_TO_MS.items() if have & st)
         if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC | MS_NOSUID, None) != 0:
@@ -136,7 +142,7 @@ def guard_exec() -> str:
             if err == errno.EINVAL and not os.path.ismount(point):
                 continue  # a mount hidden under a later one (the host's /dev/shm under the sandbox's /dev)
             return f"remounting {point} noexec failed: {os.strerror(err)}"
-    left = [p for p in writable_folders() if not os.statvfs(p).f_flag & os.ST_NOEXEC]
+    left = [p for p in writable_mounts(folders_only=False) if not os.statvfs(p).f_flag & os.ST_NOEXEC]
     return f"still executable: {', '.join(left)[:200]}" if left else ""
 
 
@@ -279,21 +285,39 @@ class Zygote:
                             pass
 
     def usage(self, cid: str) -> dict:
-        """CPU time the child got and time it spent runnable but waiting for a CPU (host load)."""
+        """CPU time the candidate got (every thread of its process and, in `root` mode, of every process of
+        its uid), the time its main thread spent runnable but waiting for a CPU (host load, or the
+        candidate's own threads: the judge tells them apart with `cpu_s` over `cores`), and the CPUs it may
+        use."""
         child = self.children.get(cid)
         if child is None:
             return {"op": "usage", "ok": False}
         cpu_ns = wait_ns = 0
+        main = child["pid"]
+        members = [main]
+        if self.mode == "root":
+            members += [p for p, u in _processes() if u == child["uid"] and p != main]
         try:
-            for tid in os.listdir(f"/proc/{child['pid']}/task"):
-                with open(f"/proc/{child['pid']}/task/{tid}/schedstat") as f:
-                    run, wait, _ = f.read().split()
-                cpu_ns += int(run)
-                if tid == str(child["pid"]):
-                    wait_ns = int(wait)  # the main thread: the one the evaluation waits on
+            cores = len(os.sched_getaffinity(main))
+            for pid in members:
+                try:
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    if pid == main:
+                        raise
+                    continue  # a process of the candidate that just exited
+                for tid in tids:
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                            run, wait, _ = f.read().split()
+                    except OSError:
+                        continue
+                    cpu_ns += int(run)
+                    if pid == main and tid == str(main):
+                        wait_ns = int(wait)  # the main thread: the one the evaluation waits on
         except (OSError, ValueError):
             return {"op": "usage", "ok": False}
-        return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9,
+        return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9, "cores": max(1, cores),
                 "age_s": time.monotonic() - child["start"]}
 
 
@@ -341,9 +365,10 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     if lim.get("address_space_gb"):
         resource.setrlimit(resource.RLIMIT_AS, (int(float(lim["address_space_gb"]) * 2**30),) * 2)
     if mode == "root":
-        # its own IPC namespace: SysV shared memory, queues, semaphores and POSIX queues it makes die with it
-        # (in the slot's namespace they would outlive it, keep their memory and reach the next candidate)
-        _unshare(CLONE_NEWIPC)
+        # its own IPC and network namespaces: SysV shared memory, queues, semaphores, POSIX queues, and sockets
+        # (TIME_WAIT connections, abstract unix names) die with it; in the slot's namespaces they would outlive
+        # it, keep their memory and reach the next candidate (attack l02: a message in /proc/net/tcp)
+        _unshare(CLONE_NEWIPC | CLONE_NEWNET)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
