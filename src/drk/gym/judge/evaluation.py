@@ -130,7 +130,8 @@ class Budget:
     """The candidate's time budget for one evaluation. A candidate is charged for wall time while the
     judge waits on it, less the time its main thread sat runnable without a CPU (host load, read from the
     kernel's scheduler statistics by the fork server), so a loaded host extends the wall budget instead
-    of producing a false `timeout`. `hard_deadline` bounds the extension; reaching it without the
+    of producing a false `timeout`; but never less than the CPU its own threads and processes got over
+    the cores it may use, so its own threads are never taken for the host's load. `hard_deadline` bounds the extension; reaching it without the
     candidate having used its budget is the infrastructure's failure (`infra_error`)."""
 
     left_s: float
@@ -276,14 +277,22 @@ class Judge:
         t0 = time.monotonic()
         u0 = r.usage()
         start_left = budget.left_s
+
+        def charged(u: dict) -> float:
+            """Wall time less the main thread's wait for a CPU, but never less than the CPU the candidate's
+            own threads and processes got over the cores it may use: its own threads crowding its main
+            thread are its load, not the host's (attack l03)."""
+            if not (u.get("ok") and u0.get("ok")):
+                return time.monotonic() - t0
+            cpu = max(0.0, u["cpu_s"] - u0["cpu_s"]) / max(1, int(u.get("cores") or 1))
+            return max((time.monotonic() - t0) - (u["wait_s"] - u0["wait_s"]), cpu)
+
         while True:
             step = max(0.05, min(budget.left_s, budget.hard_deadline - time.monotonic(), 5.0))
             if r.conn.poll(step):
                 break
             now = time.monotonic()
-            u = r.usage()
-            waited = (u["wait_s"] - u0["wait_s"]) if u.get("ok") and u0.get("ok") else 0.0
-            budget.left_s = start_left - max(0.0, (now - t0) - waited)
+            budget.left_s = start_left - max(0.0, charged(r.usage()))
             if budget.left_s <= 0:
                 self.recycle()
                 raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; look for infinite "
@@ -293,9 +302,7 @@ class Judge:
                 raise RunnerGone(T.INFRA_ERROR, "the host was too loaded to give the candidate its time budget "
                                                 f"({start_left - budget.left_s:.0f} s of {start_left:.0f} s used); "
                                                 "evaluate it again")
-        u = r.usage()
-        waited = (u["wait_s"] - u0["wait_s"]) if u.get("ok") and u0.get("ok") else 0.0
-        budget.left_s = start_left - max(0.0, (time.monotonic() - t0) - waited)
+        budget.left_s = start_left - max(0.0, charged(r.usage()))
 
     def call(self, header: dict, payload=None, *, deadline: Budget, fds=()) -> tuple[dict, list[bytes]]:
         """Send one op to the runner and wait for its reply within the candidate's budget, holding the GPU
