@@ -468,6 +468,14 @@ out["add_key"] = "refused" if libc.syscall(248, b"user", b"k", b"v", 1, -3) == -
 out["io_uring"] = "refused" if libc.syscall(425, 4, None) == -1 and ctypes.get_errno() == 1 else "allowed"
 out["ptrace"] = "refused" if libc.syscall(101, 0, 0, 0, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
 out["userfaultfd"] = "refused" if libc.syscall(323, 0) == -1 and ctypes.get_errno() == 1 else "allowed"
+try:
+    os.nice(5); out["nice"] = "allowed"
+except PermissionError:
+    out["nice"] = "refused"
+try:
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)); out["sched_idle"] = "allowed"
+except PermissionError:
+    out["sched_idle"] = "refused"
 t = threading.Thread(target=lambda: out.__setitem__("thread", "allowed")); t.start(); t.join()
 x = torch.randn(2, 3, 16, 16)
 y = torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3))
@@ -488,8 +496,9 @@ print(out)
         runs[mode] = eval(r.stdout.strip().splitlines()[-1])
     refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
                           "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace",
-                          "userfaultfd"}
-    always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd"}
+                          "userfaultfd", "nice", "sched_idle"}
+    always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd", "nice",
+                      "sched_idle"}
     for mode, out in runs.items():
         refused = refused_with_guard if mode == "guard" else always_refused
         for name, seen in out.items():

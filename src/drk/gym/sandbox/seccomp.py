@@ -17,6 +17,9 @@ without privilege), a classic-BPF filter that answers EPERM to:
 - `io_uring_setup`/`_enter`/`_register` (a second way into the kernel that the filter's list cannot see
   through), `ptrace` and `process_vm_readv`/`_writev` (no candidate needs another process's memory),
   `userfaultfd` (it fills pages whatever their protection, and widens kernel races);
+- `setpriority`, `sched_setparam`, `sched_setscheduler`, `sched_setattr`: a candidate that lowers its own
+  priority (nice 19, SCHED_IDLE) makes its main thread wait for a CPU behind its neighbours, which the
+  judge's budget takes for host load and does not charge;
 - `personality` other than the query: READ_IMPLIES_EXEC would make every readable mapping executable
   without PROT_EXEC ever being asked for, past the rules below; `shmat` with SHM_EXEC;
 - with the exec guard (`drk.gym.sandbox.zygote.guard_exec`, which makes every writable folder noexec), no
@@ -73,13 +76,16 @@ ARCHES = {
                "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135,
                "spawn": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
-                        "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101, "userfaultfd": 323,
+                        "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101,
+                        "userfaultfd": 323, "setpriority": 141, "sched_setparam": 142, "sched_setscheduler": 144,
+                        "sched_setattr": 314,
                         "process_vm_readv": 310, "process_vm_writev": 311, **_COMMON}},
     "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279, "mmap": 222,
                 "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92,
                 "spawn": {"execve": 221, "execveat": 281},
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
                          "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117, "userfaultfd": 282,
+                         "setpriority": 140, "sched_setparam": 118, "sched_setscheduler": 119, "sched_setattr": 274,
                          "process_vm_readv": 270, "process_vm_writev": 271, **_COMMON}},
 }
 
