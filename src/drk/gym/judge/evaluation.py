@@ -131,8 +131,9 @@ class Budget:
     judge waits on it, less the time its main thread sat runnable without a CPU (host load, read from the
     kernel's scheduler statistics by the fork server), so a loaded host extends the wall budget instead
     of producing a false `timeout`; but never less than the CPU its own threads and processes got over
-    the cores it may use, so its own threads are never taken for the host's load. `hard_deadline` bounds the extension; reaching it without the
-    candidate having used its budget is the infrastructure's failure (`infra_error`)."""
+    the cores it may use, so its own threads are never taken for the host's load. `hard_deadline` bounds
+    the extension; reaching it without the candidate having used its budget is the infrastructure's
+    failure (`infra_error`)."""
 
     left_s: float
     hard_deadline: float

@@ -109,7 +109,8 @@ def writable_mounts(folders_only: bool = True) -> list[str]:
             parts = line.split()
             if len(parts) > 5 and "rw" in parts[5].split(","):
                 point = _unescape(parts[4])
-                if os.path.isdir(point) or (not folders_only and os.path.exists(point)):  # else hidden by a later mount
+                # a point that does not exist here is hidden by a later mount
+                if os.path.isdir(point) or (not folders_only and os.path.exists(point)):
                     out.append(point)
     return out
 
@@ -120,8 +121,9 @@ def writable_folders() -> list[str]:
 
 def guard_exec() -> str:
     """Remount every writable folder of the sandbox (its /tmp, /dev, /dev/shm, the hidden roots, /proc) and
-    every device node bound on its own noexec and nosuid, so nothing a candidate writes can be mapped executable or run: a shared object it
-    carries or compiles fails in the loader, a program it writes fails in execve. Together with the seccomp
+    every device node bound on its own noexec and nosuid, so nothing a candidate writes can be mapped
+    executable or run: a shared object it carries or compiles fails in the loader, a program it writes fails
+    in execve. Together with the seccomp
     rule against executable memory files (`seccomp.install(exec_guard=True)`) and the read-only system view,
     native code reaches a candidate process only from files the sandbox shows read-only. Anonymous memory
     mapped executable is refused too (seccomp), and writing into the loader's own pages through
@@ -317,8 +319,8 @@ class Zygote:
                         wait_ns = int(wait)  # the main thread: the one the evaluation waits on
         except (OSError, ValueError):
             return {"op": "usage", "ok": False}
-        return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9, "cores": max(1, cores),
-                "age_s": time.monotonic() - child["start"]}
+        return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9,
+                "cores": max(1, cores), "age_s": time.monotonic() - child["start"]}
 
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
