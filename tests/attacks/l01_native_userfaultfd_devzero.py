@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=cpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=no_native_code expect=forbidden|runtime_error|compile_error|crashed device=any
 """Executable memory with no PROT_EXEC on anonymous memory, no mprotect, no memfd, no /proc/self/mem: maps
  /dev/zero MAP_SHARED with PROT_READ|PROT_EXEC (a file mapping, so the filter on anonymous PROT_EXEC does
  not see it, and the /dev/zero bind mount is not noexec; the kernel backs it with a fresh shmem object),
