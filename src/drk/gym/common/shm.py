@@ -98,10 +98,21 @@ class Exchange:
                  self.device if self.pinned else None)
 
     @staticmethod
-    def layout_bytes(inputs: list, expected: list[torch.Tensor]) -> int:
+    def _layout(inputs: list, expected: list[torch.Tensor]) -> tuple[list[dict], int, int]:
+        """Each tensor's spec at its offset in the file, how many are inputs, and the file size needed."""
+        specs, off = [], 0
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        for t in tensors + list(expected):
+            s = _spec(t)
+            s["offset"] = off
+            off += (s["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
+            specs.append(s)
+        return specs, len(tensors), max(off, ALIGN)
+
+    @classmethod
+    def layout_bytes(cls, inputs: list, expected: list[torch.Tensor]) -> int:
         """The file size `load` needs for this forward."""
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(expected)
-        return max(sum((_spec(t)["nbytes"] + ALIGN - 1) // ALIGN * ALIGN for t in tensors), ALIGN)
+        return cls._layout(inputs, expected)[2]
 
     def _fits(self, need: int, cuda: bool) -> bool:
         return self.mm is not None and need <= self.size <= 2 * need + self.SLACK and (self.pinned or not cuda)
@@ -116,16 +127,10 @@ class Exchange:
             self.device = device if cuda else None
 
     def load(self, inputs: list, expected: list[torch.Tensor]) -> "Exchange":
-        specs, off = [], 0
+        specs, n_in, need = self._layout(inputs, expected)
+        self.input_specs, self.output_specs = specs[:n_in], specs[n_in:]
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        for t in tensors + list(expected):
-            s = _spec(t)
-            s["offset"] = off
-            off += (s["nbytes"] + ALIGN - 1) // ALIGN * ALIGN
-            specs.append(s)
-        self.input_specs, self.output_specs = specs[:len(tensors)], specs[len(tensors):]
         cuda = [t.device for t in tensors + list(expected) if t.device.type == "cuda"]
-        need = max(off, ALIGN)
         if not self._fits(need, bool(cuda)):
             self._new_file(need, pin=bool(cuda))
             self.device = cuda[0] if cuda else None

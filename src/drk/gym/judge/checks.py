@@ -156,6 +156,7 @@ class TrialChecks:
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
         self.exchange: Exchange = judge.exchange  # the judge's memory file for tensors (drk.gym.common.shm)
+        self.exchange_serial = self.exchange.serial  # the file the candidate process was sent with its load
         self.timed_work: tuple[float, int] | None = None  # (ms, executions) of the source's kernels while timed
         self.timed_calls = 0
         self.timing_seed: int | None = None  # seed of the timing inputs (the reference is timed on a copy made again)
@@ -197,7 +198,7 @@ class TrialChecks:
         header.update(exchange.header())
         given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
-        if exchange.serial != self.j.sent_exchange:  # this forward outgrew the file reserved before load
+        if exchange.serial != self.exchange_serial:  # this forward outgrew the file reserved before load
             self.task.layout_bytes = 2 * exchange.size  # with room: the task's output sizes vary
             raise ExchangeOutgrown(exchange.size)
         reply, frames = self.j.call(header, payload, deadline=self.deadline)

@@ -179,7 +179,6 @@ class Judge:
         self.iso = iso
         self.runner: RunnerHandle | None = None
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
-        self.sent_exchange = -1  # the exchange file's serial the current candidate process holds
         self.spare: SpareStart | None = None
         self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
         self._spawn_lock = threading.Lock()  # the spare starts on a thread of its own
@@ -523,7 +522,6 @@ class Judge:
         # candidate thread and mapped executable before the runner has mapped and closed it.
         with self.on_gpu(deadline):
             self.exchange.reserve(self._layout_bytes(task, opts), self.exchange_device())
-        self.sent_exchange = self.exchange.serial
         reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler,
                               "inputs_shm": [], "outputs_shm": [], "shm_size": self.exchange.size},
                              {"init_inputs": task.init_inputs}, deadline=deadline, fds=[self.exchange.fd])

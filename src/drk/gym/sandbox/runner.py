@@ -249,7 +249,11 @@ class Runner:
         # Tensors come in the judge's sealed memory file (drk.gym.common.shm); the pickled list holds the rest
         from drk.gym.common.shm import Mapped
 
-        mapped = self._mapped = Mapped.open(self._mapped, (h.get("_fds") or [None])[0], h, pin=self.cuda)
+        if h.get("_fds"):  # the exchange file comes with load only, never to a process holding candidate code
+            for fd in h["_fds"]:
+                os.close(fd)
+            raise RuntimeError("the exchange file is sent with load only")
+        mapped = self._mapped = Mapped.open(self._mapped, None, h, pin=self.cuda)
         shared = iter(mapped.input_tensors(self.device))
         fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
                  for x in (payload.get("inputs") or payload.get("refresh") or [])]

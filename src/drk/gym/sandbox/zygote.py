@@ -115,10 +115,6 @@ def writable_mounts(folders_only: bool = True) -> list[str]:
     return out
 
 
-def writable_folders() -> list[str]:
-    return writable_mounts(folders_only=True)
-
-
 def guard_exec() -> str:
     """Remount every writable folder of the sandbox (its /tmp, /dev, /dev/shm, the hidden roots, /proc) and
     every device node bound on its own noexec and nosuid, so nothing a candidate writes can be mapped
@@ -163,9 +159,12 @@ class Zygote:
         # before anything else: every candidate forked later inherits the remounted view
         mounts = guard_exec() if a.exec_guard == "1" else "not asked for"
         self.guarded = not mounts
-        # the folders a guarded candidate may write beneath (Landlock): the writable mounts but /proc and /sys
-        self.writable = [p for p in writable_folders() if p.split("/")[1:2] not in (["proc"], ["sys"])]
-        self.exec_guard = mounts or landlock.available()  # '' only when the whole guard holds
+        no_landlock = landlock.available()
+        self.exec_guard = mounts or no_landlock  # '' only when the whole guard holds
+        # the folders a guarded candidate may write beneath (Landlock): the writable mounts but /proc and /sys;
+        # None where the kernel has no Landlock (the hello's exec_guard told the judge)
+        self.writable = None if no_landlock else \
+            [p for p in writable_mounts() if p.split("/")[1:2] not in (["proc"], ["sys"])]
         self.tmp = a.tmp_root  # the sandbox's own /tmp; without a sandbox, a folder of the slot's
         self.children: dict[str, dict] = {}  # id -> {pid, uid, workdir}
         _prctl(PR_SET_DUMPABLE, 0)  # no process of the candidate's uid may ptrace or read our memory
@@ -378,8 +377,8 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             raise OSError("could not drop to the candidate uid")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
-    if guarded and not landlock.available():  # else the hello's exec_guard told the judge it is missing
-        landlock.restrict_writes(writable or [])
+    if guarded and writable is not None:
+        landlock.restrict_writes(writable)
     if filtered:  # the host's refusal, if any, was found by the probe and is recorded with every result
         seccomp.install(exec_guard=guarded, no_processes=guarded and device == "cpu")
     if guarded:  # oneDNN's code generator needs executable anonymous memory, which the filter refuses
