@@ -216,7 +216,8 @@ class LocalPool(SubmitBackend):
             pending, self._pending = list(self._pending), deque()
             self._cv.notify_all()
         for req, fut in pending:
-            fut.set_result(T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+            # the evaluator's shutdown, never the candidate's doing: no verdict on it
+            fut.set_result(T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.INFRA_ERROR,
                                         error="the evaluator was shut down before this request ran",
                                         request_id=req.request_id))
         for t in self._threads:

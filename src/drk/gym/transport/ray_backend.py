@@ -77,6 +77,25 @@ class RayGym(SubmitBackend):
         self._actors.add(actor)
         return actor
 
+    def _wait_dead(self, actor, timeout_s: float) -> bool:
+        """Whether `actor` is known dead within `timeout_s` (a call on it fails with RayActorError)."""
+        import time
+
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            try:
+                self.ray.get(actor.__ray_ready__.remote(), timeout=max(0.1, min(5.0, end - time.monotonic())))
+            except RayActorError:
+                return True
+            except GetTimeoutError:  # a busy actor still being killed
+                pass
+            except Exception:  # any other failure to reach it also means it is not serving
+                return True
+            time.sleep(0.1)
+        return False
+
     def _acquire(self):
         """A free actor, or None once the backend is closed."""
         with self._cv:
@@ -104,7 +123,8 @@ class RayGym(SubmitBackend):
         for attempt in range(self.retries + 1):
             actor = self._acquire()
             if actor is None:
-                return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.CRASHED,
+                # the evaluator's shutdown, never the candidate's doing: no verdict on it
+                return T.EvalResult(task=req.task.id, solution=req.solution, verdict=T.INFRA_ERROR,
                                     request_id=req.request_id, error="the evaluator was shut down before this request ran")
             ref = actor.evaluate.remote(req.to_dict(), self.slack_s)
             deadline = req.options.timeout_s + self.slack_s + 300.0  # + a fresh actor's start-up
@@ -145,4 +165,8 @@ class RayGym(SubmitBackend):
                 self.ray.kill(a)  # busy ones are killed mid-evaluation (their GPUs would stay taken otherwise)
             except Exception:
                 pass
+        # ray.kill only asks; close() returns once every actor is gone, so a caller that starts a new gym (or
+        # reads the GPUs as free) right after never races the old actors
+        for a in list(self._actors):
+            self._wait_dead(a, timeout_s=30.0)
         self._actors.clear()
