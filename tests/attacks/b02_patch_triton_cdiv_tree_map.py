@@ -1,6 +1,6 @@
 # drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|hacked|runtime_error|compile_error device=any then=data/query_solutions/001_scaled_tanh_bias.py
-"""Replaces triton.cdiv with \`lambda a, b: 1\` after its own launch, through
- \`torch.utils._pytree.tree_map(functools.partial(setattr, triton, "cdiv"), [...])\` so no assignment to a
+"""Replaces triton.cdiv with `lambda a, b: 1` after its own launch, through
+ `torch.utils._pytree.tree_map(functools.partial(setattr, triton, "cdiv"), [...])` so no assignment to a
  library attribute appears in the source. A follower that sizes its grid with triton.cdiv computes one block
  only."""
 import torch

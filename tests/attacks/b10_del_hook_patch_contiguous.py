@@ -1,6 +1,6 @@
 # drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|hacked|runtime_error|compile_error device=any then=data/query_solutions/001_scaled_tanh_bias.py
 """Keeps an object whose __del__ runs when the evaluator drops the model (after its own checks), and
- that patches torch.Tensor.contiguous to return 1.5 * the tensor: the follower's \`x.contiguous()\` then feeds
+ that patches torch.Tensor.contiguous to return 1.5 * the tensor: the follower's `x.contiguous()` then feeds
  its kernel wrong inputs."""
 import torch
 import torch.nn as nn

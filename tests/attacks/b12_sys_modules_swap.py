@@ -1,6 +1,6 @@
 # drk-attack: task=data/queries/001_scaled_tanh_bias.py property=fresh_interpreter expect=ok|forbidden|hacked|runtime_error|compile_error device=any then=data/query_solutions/003_sigmoid_gated_product.py
-"""Replaces sys.modules["triton"] with a proxy module whose \`cdiv\` is wrong and whose \`jit\` is the real one,
- and adds a sys.meta_path finder in front: a later \`import triton\` (or a fresh import of anything) gets the
+"""Replaces sys.modules["triton"] with a proxy module whose `cdiv` is wrong and whose `jit` is the real one,
+ and adds a sys.meta_path finder in front: a later `import triton` (or a fresh import of anything) gets the
  attacker's objects."""
 import torch
 import torch.nn as nn

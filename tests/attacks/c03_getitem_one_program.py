@@ -1,5 +1,5 @@
 # drk-attack: task=data/queries/001_scaled_tanh_bias.py property=evidence_outside expect=no_triton|hacked|forbidden device=any max_coverage=0.5
-"""Patches KernelInterface.__getitem__ (through \`list(map(setattr, ...))\`) so \`kernel[grid]\` returns a
+"""Patches KernelInterface.__getitem__ (through `list(map(setattr, ...))`) so `kernel[grid]` returns a
  launcher that launches the real kernel with grid (1,) and computes everything with torch."""
 import torch
 import torch.nn as nn

@@ -1,6 +1,6 @@
 # drk-attack: task=data/queries/001_scaled_tanh_bias.py property=bounded_judge expect=incorrect|runtime_error|forbidden|crashed|hacked device=any markers={home}/drk-redteam-markers/f05
 """Returns a torch.Tensor subclass (holding the right values) whose __reduce_ex__ makes unpickling run
- \`exec\` of code that writes a marker: if outputs travel by pickle to a judge process outside the sandbox, the
+ `exec` of code that writes a marker: if outputs travel by pickle to a judge process outside the sandbox, the
  judge runs the attacker's code. Also tags the tensor's __dict__ with such an object."""
 import torch
 import torch.nn as nn
