@@ -44,6 +44,10 @@ class Runner:
             from drk.gym.sandbox.launchers import JudgeBuiltModules
 
             JudgeBuiltModules(args.modules_fd, args.module_folders, self.policy.violations).install()
+        if self.cuda and args.ptxas_fd >= 0:  # no program may start here: ptxas runs in the helper made for it
+            from drk.gym.sandbox import ptxas
+
+            ptxas.install(args.ptxas_fd, args.ptxas_tools, self.policy.violations)
         self.poison = False
         self._install_poison_factories()
         if self.cuda:
@@ -402,7 +406,8 @@ def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) 
     """Entry point in the forked, sandboxed child (`drk.gym.sandbox.zygote`); serves one candidate, never returns."""
     args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache,
                               modules_fd=int(opts.get("modules_fd", -1)),
-                              module_folders=opts.get("module_folders") or [])
+                              module_folders=opts.get("module_folders") or [],
+                              ptxas_fd=int(opts.get("ptxas_fd", -1)), ptxas_tools=opts.get("ptxas_tools") or [])
     try:
         runner = Runner(args)
     except BaseException:  # startup failure: tell the judge on the log, exit non-zero

@@ -29,9 +29,10 @@ without privilege), a classic-BPF filter that answers EPERM to:
   asking for PROT_EXEC. What is left executable is what the loader maps from read-only files; writing
   into those through /proc/self/mem is closed by `drk.gym.sandbox.landlock`. torch's CPU kernels that
   generate code at run time (oneDNN) are switched off in such a process; they fall back to ATen's own;
-- with `no_processes` (CPU slots under the exec guard, where nothing legitimate starts a process: Triton's
-  interpreter compiles nothing): `execve`, `execveat`, `fork`, `vfork` and `clone` without CLONE_THREAD, so
-  no work can move into a process the evaluation does not watch. GPU slots keep them: Triton runs ptxas;
+- with `no_processes` (every slot under the exec guard): `execve`, `execveat`, `fork`, `vfork` and `clone`
+  without CLONE_THREAD, so no work can move into a process the evaluation does not watch and no other program
+  runs. On CPU nothing legitimate starts one (Triton's interpreter compiles nothing); on CUDA Triton runs
+  ptxas per kernel, through a helper process made before the filter (`drk.gym.sandbox.ptxas`);
 - any system call made through another architecture's entry (32-bit x86 `int 0x80`, x32), whose numbers
   the filter's list does not cover.
 

@@ -175,6 +175,16 @@ class Zygote:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
+        if self.device != "cpu":
+            # Triton finds libcuda with ldconfig and learns ptxas's version by running it: done once here, where
+            # programs may run, and cached for every candidate, whose filter refuses them new programs
+            from triton.backends.nvidia import driver
+
+            from drk.gym.sandbox import ptxas
+
+            driver.libcuda_dirs()
+            ptxas.resolve_tools()
+
         from drk.gym.sandbox import runner  # noqa: F401
 
     def serve(self) -> None:
@@ -379,8 +389,16 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     if guarded and writable is not None:
         landlock.restrict_writes(writable)
+    ptxas_fd, tools = -1, []
+    if guarded and filtered and device != "cpu":
+        # CUDA: Triton still runs ptxas per kernel, so a helper made now (before the filter that refuses this
+        # process new programs) runs it; the binaries are resolved while they may still be run
+        from drk.gym.sandbox import ptxas
+
+        tools = ptxas.resolve_tools()
+        ptxas_fd = ptxas.start_helper(tools, lambda: seccomp.install(exec_guard=True))
     if filtered:  # the host's refusal, if any, was found by the probe and is recorded with every result
-        seccomp.install(exec_guard=guarded, no_processes=guarded and device == "cpu")
+        seccomp.install(exec_guard=guarded, no_processes=guarded)
     if guarded:  # oneDNN's code generator needs executable anonymous memory, which the filter refuses
         import torch
 
@@ -391,6 +409,8 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     opts = dict(msg.get("runner") or {})
     if modules_fd >= 0:
         opts["modules_fd"] = modules_fd
+    if ptxas_fd >= 0:
+        opts.update(ptxas_fd=ptxas_fd, ptxas_tools=tools)
     run_candidate_process(conn_fd, opts, workdir, cache)
     os._exit(0)
 
