@@ -126,7 +126,7 @@ guard)
   echo "== exec guard: GPU test"; DRK_EXEC_GUARD=on timeout 150 python3 -m pytest -q -m gpu tests/test_launchers.py 2>&1 | tail -3
   DRK_EXEC_GUARD=on two_candidates 150 || echo "== guard: a shipped candidate was not ok"
   echo "== native-code attacks, audit hook and static rules off ($SECONDS s in)"; DRK_EXEC_GUARD=on DRK_AUDIT=off \
-    DRK_STATIC_RULES=off timeout 120 python3 bench/attacks_gpu.py --only ${ATTACKS:-a11,a12,a13,a14,a15,a16,a17,a20,g01,g10,k01,k02,k03,k10,k12,k13,k14,k15,k16,k17,k18,l01} --no-pairs \
+    DRK_STATIC_RULES=off timeout 180 python3 bench/attacks_gpu.py --only ${ATTACKS:-a11,a12,a13,a14,a15,a16,a17,a20,g01,g10,k01,k02,k03,k10,k12,k13,k14,k15,k16,k17,k18,l01} --no-pairs \
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -12
   echo "== corpus + throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
