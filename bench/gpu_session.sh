@@ -16,11 +16,12 @@
 #   rlvstrl  issue 16 part 4: template trajectories (.dev/learn-collect if carried) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
+#   probe    which layer of the exec guard keeps CUDA from starting (bench/guard_cuda_probe.py), then $THEN (a part)
 #   guard    the exec guard on CUDA (DRK_EXEC_GUARD=on: writable folders noexec, no new executable memory, no
 #            writes outside them (Landlock), Triton's launchers built by the judge): its GPU test, two shipped
 #            candidates (does CUDA need executable anonymous memory?), the native-code attacks with the early layers off,
 #            then the corpus and throughput with the guard on
-#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU, the attacks a change is about
+#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (not with SKIP_KG=1), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
@@ -121,6 +122,10 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
     mkdir -p $OUT/rvt-c$CH; cp $R-c$CH/rl_vs_trl.json $OUT/rvt-c$CH/; cp $R-c$CH/drk/metrics.jsonl $OUT/rvt-c$CH/drk_metrics.jsonl
   done
   ;;
+probe)
+  echo "== guard layers vs CUDA"; timeout 120 python3 bench/guard_cuda_probe.py 2>&1 | tail -14
+  [ -n "${THEN:-}" ] && exec bash "$0" "$THEN"
+  ;;
 guard)
   probe
   echo "== exec guard: GPU test"; DRK_EXEC_GUARD=on timeout 150 python3 -m pytest -q -m gpu tests/test_launchers.py 2>&1 | tail -3
@@ -134,8 +139,8 @@ guard)
 verify)
   echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py tests/test_decode_gpu.py \
     tests/test_host_ahead.py 2>&1 | tail -3
-  echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 python3 -m pytest -q -x \
-    tests/test_server_kernelgym.py 2>&1 | tail -3
+  [ -z "${SKIP_KG:-}" ] && { echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 \
+    python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -3; }
   # The attacks a change is about run with the static rules off unless STATIC=on: the early layer refuses many
   # of them by name (`forbidden`, which their headers do not accept), and nothing may rest on it.
   A=${ATTACKS:-g01,g10,g11}
