@@ -55,6 +55,11 @@ def noexec_nodes():
             raise OSError(ctypes.get_errno(), f"remount {node}")
 
 
+def own_net_ipc():
+    if ctypes.CDLL(None, use_errno=True).unshare(0x40000000 | 0x08000000) != 0:  # CLONE_NEWNET | CLONE_NEWIPC
+        raise OSError(ctypes.get_errno(), "unshare")
+
+
 def case(name, *steps):
     r, w = os.pipe()
     pid = os.fork()
@@ -95,3 +100,5 @@ if __name__ == "__main__":
     case("landlock /tmp /dev/shm", lock(["/tmp", "/dev/shm"]))
     case("landlock /tmp /dev", lock(["/tmp", "/dev"]))
     case("noexec device nodes", noexec_nodes)
+    case("own network and IPC namespaces", own_net_ipc)
+    case("all of them", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True))
