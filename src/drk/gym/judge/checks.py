@@ -96,6 +96,21 @@ def kernel_work(rows: list[dict], names: set[str]) -> tuple[float, int]:
     return sum(float(r.get("ms", 0.0)) for r in ours), sum(int(r.get("calls", 0)) for r in ours)
 
 
+# A failing reply names its failure's kind, and candidate code can write the reply (it can reach the runner
+# object in its own process): it may only ever claim a failure of its own, never `ok`, `infra_error` (never
+# trained on, so a way to dodge a penalty) or `timeout` (which the judge observes itself), and its text is
+# bounded here, whatever the runner meant to bound.
+CLAIMABLE = (T.RUNTIME_ERROR, T.COMPILE_ERROR, T.FORBIDDEN, T.HACKED)
+MAX_CLAIMED_ERROR = 8000
+
+
+def claimed_failure(reply: dict) -> tuple[str, str]:
+    """(verdict, error) of a failing reply from the candidate process."""
+    kind, error = reply.get("kind"), reply.get("error", "")
+    verdict = kind if isinstance(kind, str) and kind in CLAIMABLE else T.RUNTIME_ERROR
+    return verdict, (error if isinstance(error, str) else repr(error)[:200])[:MAX_CLAIMED_ERROR]
+
+
 TIMED_WORK_FLOOR = 0.5  # share of one profiled forward's kernel work each timed call must show
 
 
@@ -243,8 +258,7 @@ class TrialChecks:
         return torch.zeros((), dtype=dt).expand(shape)
 
     def _fail(self, reply: dict) -> None:
-        self.res.verdict = reply.get("kind") or T.RUNTIME_ERROR
-        self.res.error = reply.get("error", "")
+        self.res.verdict, self.res.error = claimed_failure(reply)
         if reply.get("cuda_error"):
             self.j.recycle()  # a CUDA error poisons the runner's context
 

@@ -39,7 +39,7 @@ from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, static
-from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -527,7 +527,7 @@ class Judge:
                              {"init_inputs": task.init_inputs}, deadline=deadline, fds=[self.exchange.fd])
         phases["load"] = time.monotonic() - t0
         if not reply.get("ok"):
-            res.verdict, res.error = reply.get("kind", T.RUNTIME_ERROR), reply.get("error", "")
+            res.verdict, res.error = claimed_failure(reply)
             return
         res.compiled = True
         checks = TrialChecks(self, req, task, res, deadline)
