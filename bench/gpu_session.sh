@@ -21,7 +21,7 @@
 #            writes outside them (Landlock), Triton's launchers built by the judge): its GPU test, two shipped
 #            candidates (does CUDA need executable anonymous memory?), the native-code attacks with the early layers off,
 #            then the corpus and throughput with the guard on
-#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (not with SKIP_KG=1), the attacks a change is about
+#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1 leave them out), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
@@ -137,8 +137,8 @@ guard)
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
   ;;
 verify)
-  echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py tests/test_decode_gpu.py \
-    tests/test_host_ahead.py 2>&1 | tail -3
+  [ -z "${SKIP_TESTS:-}" ] && { echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py \
+    tests/test_decode_gpu.py tests/test_host_ahead.py 2>&1 | tail -3; }
   [ -z "${SKIP_KG:-}" ] && { echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 \
     python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -3; }
   # The attacks a change is about run with the static rules off unless STATIC=on: the early layer refuses many
