@@ -104,6 +104,27 @@ def test_between_candidates_every_byte_of_the_file_is_poisoned():
     ex.close()
 
 
+def test_the_file_is_whole_pages_so_no_mapped_byte_lies_past_what_is_poisoned():
+    """A mapping covers whole pages: the bytes of the file's last page past its end are mapped in every process
+    that maps it, kept in that page, and beyond any poisoning of the file (attack m01 left a message there).
+    So the file is always a whole number of pages."""
+    import ctypes
+    import mmap
+
+    for need in (1, 256, 4097, 450_433):
+        ex = Exchange()
+        ex.reserve(need)
+        assert ex.size >= need and ex.size % mmap.PAGESIZE == 0
+        m = Mapped(os.dup(ex.fd), {"inputs_shm": [], "outputs_shm": [], "shm_size": ex.size},
+                   keep=frozenset({ex.fd}))
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m.mm))
+        ctypes.memset(addr + ex.size - 16, 7, 16)  # the last bytes any candidate can reach
+        ex.fresh()
+        assert ctypes.string_at(addr + ex.size - 16, 16) == b"\xff" * 16
+        m.close()
+        ex.close()
+
+
 def test_the_candidate_side_keeps_no_descriptor_of_the_file():
     """The exchange file lives on the kernel's shared-memory mount, where no noexec reaches: a descriptor of
     it would let candidate code map what it wrote there executable (attacks k03, k17). The mapping side
