@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
+import struct
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -41,10 +44,47 @@ def send(conn: Connection, header: dict, frames: list[bytes | memoryview] = ()) 
         conn.send_bytes(f)
 
 
-def recv(conn: Connection, timeout: float | None = None, max_frame: int | None = None) -> tuple[dict, list[bytes]]:
+def _read_exact(fd: int, n: int, end: float) -> bytearray:
+    """`n` bytes from `fd`, or TimeoutError at monotonic time `end`, EOFError if the peer closes first."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    while got < n:
+        left = end - time.monotonic()
+        if left <= 0 or not p.poll(max(1, int(left * 1000))):
+            raise TimeoutError
+        try:
+            k = os.readv(fd, [view[got:got + (1 << 24)]])
+        except ConnectionError:
+            raise EOFError("the peer's end of the channel is gone") from None
+        if k == 0:
+            raise EOFError("the peer's end of the channel is gone")
+        got += k
+    return buf
+
+
+def _recv_bytes_by(conn: Connection, maxsize: int | None, end: float) -> bytearray:
+    """One message of multiprocessing's framing (a signed 4-byte length, -1 then an 8-byte one for large
+    messages), every read bounded by `end`."""
+    fd = conn.fileno()
+    size = struct.unpack("!i", _read_exact(fd, 4, end))[0]
+    if size == -1:
+        size = struct.unpack("!Q", _read_exact(fd, 8, end))[0]
+    if size < 0 or (maxsize is not None and size > maxsize):
+        raise ProtocolError(f"bad message length {size}")
+    return _read_exact(fd, size, end)
+
+
+def recv(conn: Connection, timeout: float | None = None, max_frame: int | None = None,
+         deadline: float | None = None) -> tuple[dict, list[bytes]]:
     """Receive one message. Raises TimeoutError if nothing arrives in `timeout` seconds, EOFError if the
     peer closed or died (a connection reset mid-message is a death, never the peer's malformed data),
-    ProtocolError on malformed data."""
+    ProtocolError on malformed data. With `deadline` (monotonic time) every read of the message, not only
+    its start, ends by then: a peer that runs untrusted code can begin a message and stall mid-way (attack
+    m13), and a plain read would wait for it forever."""
+    if deadline is not None:
+        return _recv_by(conn, max_frame, deadline)
     if timeout is not None and not conn.poll(timeout):
         raise TimeoutError
     try:
@@ -53,6 +93,24 @@ def recv(conn: Connection, timeout: float | None = None, max_frame: int | None =
         raise EOFError("the peer's end of the channel is gone") from None
     except OSError as e:  # "bad message length": oversize header
         raise ProtocolError(f"bad message: {e}") from None
+    header = _parse_header(raw)
+    frames = []
+    for _ in range(header["nframes"]):
+        if timeout is not None and not conn.poll(timeout):
+            raise TimeoutError
+        try:
+            frames.append(conn.recv_bytes(max_frame) if max_frame else conn.recv_bytes())
+        except ConnectionError:
+            raise EOFError("the peer's end of the channel is gone") from None
+    return header, frames
+
+
+def _recv_by(conn: Connection, max_frame: int | None, end: float) -> tuple[dict, list[bytes]]:
+    header = _parse_header(_recv_bytes_by(conn, MAX_HEADER, end))
+    return header, [_recv_bytes_by(conn, max_frame, end) for _ in range(header["nframes"])]
+
+
+def _parse_header(raw) -> dict:
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -62,15 +120,8 @@ def recv(conn: Connection, timeout: float | None = None, max_frame: int | None =
     n = header.get("nframes", 0)
     if not isinstance(n, int) or n < 0 or n > 4096:
         raise ProtocolError("bad frame count")
-    frames = []
-    for _ in range(n):
-        if timeout is not None and not conn.poll(timeout):
-            raise TimeoutError
-        try:
-            frames.append(conn.recv_bytes(max_frame) if max_frame else conn.recv_bytes())
-        except ConnectionError:
-            raise EOFError("the peer's end of the channel is gone") from None
-    return header, frames
+    header["nframes"] = n
+    return header
 
 
 def close_quietly(*things: Any) -> None:

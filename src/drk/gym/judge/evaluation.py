@@ -61,6 +61,7 @@ class RunnerGone(Exception):
 
 
 DEVICE_MEMORY_FACTOR = 10
+REPLY_READ_FLOOR_S = 10.0  # a reply that has begun may take this long to arrive whatever budget is left
 MAX_EXCHANGE_RESTARTS = 2  # an evaluation restarted with a larger exchange file (checks.ExchangeOutgrown)
 PROFILERS = ("per-op", "ambient")
 
@@ -320,7 +321,12 @@ class Judge:
             if fds:
                 wire.send_fds(r.conn, list(fds))
             self._wait(r, deadline)
-            reply, rframes = wire.recv(r.conn, timeout=30.0, max_frame=MAX_FRAME_BYTES)
+            # The whole reply within what is left of the budget (a floor for copying large outputs): a
+            # candidate process can begin a reply and stall mid-frame (attack m13), and that wait is its own.
+            t_read = time.monotonic()
+            reply, rframes = wire.recv(r.conn, max_frame=MAX_FRAME_BYTES,
+                                       deadline=t_read + max(deadline.left_s, REPLY_READ_FLOOR_S))
+            deadline.left_s -= time.monotonic() - t_read
             extra = r.conn.poll(0)
         except TimeoutError:
             self.recycle()
