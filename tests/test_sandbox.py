@@ -477,6 +477,13 @@ try:
 except PermissionError:
     out["sched_idle"] = "refused"
 t = threading.Thread(target=lambda: out.__setitem__("thread", "allowed")); t.start(); t.join()
+import tempfile
+with tempfile.TemporaryFile() as f:  # KEEP_SIZE would reserve blocks past RLIMIT_FSIZE (attack m14)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    out["fallocate_keep_size"] = "allowed" if libc.fallocate(f.fileno(), 1, 0, 1 << 20) == 0 else (
+        "refused" if ctypes.get_errno() == 95 else "error %d" % ctypes.get_errno())
+    os.posix_fallocate(f.fileno(), 0, 8192)  # still works: glibc writes the blocks when told "not supported"
+    out["posix_fallocate"] = "allowed" if os.fstat(f.fileno()).st_size == 8192 else "wrong"
 x = torch.randn(2, 3, 16, 16)
 y = torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3))
 out["conv"] = "allowed" if y.shape == (2, 4, 14, 14) else "wrong"
@@ -496,9 +503,9 @@ print(out)
         runs[mode] = eval(r.stdout.strip().splitlines()[-1])
     refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
                           "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace",
-                          "userfaultfd", "nice", "sched_idle"}
+                          "userfaultfd", "nice", "sched_idle", "fallocate_keep_size"}
     always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd", "nice",
-                      "sched_idle"}
+                      "sched_idle", "fallocate_keep_size"}
     for mode, out in runs.items():
         refused = refused_with_guard if mode == "guard" else always_refused
         for name, seen in out.items():

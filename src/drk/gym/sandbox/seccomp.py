@@ -33,6 +33,9 @@ without privilege), a classic-BPF filter that answers EPERM to:
   without CLONE_THREAD, so no work can move into a process the evaluation does not watch and no other program
   runs. On CPU nothing legitimate starts one (Triton's interpreter compiles nothing); on CUDA Triton runs
   ptxas per kernel, through a helper process made before the filter (`drk.gym.sandbox.ptxas`);
+- `fallocate`, answered "not supported" (posix_fallocate then writes the blocks, which RLIMIT_FSIZE
+  bounds): with FALLOC_FL_KEEP_SIZE it reserves disk blocks without growing the file, past the file-size
+  limit, so a candidate could fill the host's disk through its own log file (attack m14);
 - any system call made through another architecture's entry (32-bit x86 `int 0x80`, x32), whose numbers
   the filter's list does not cover.
 
@@ -74,7 +77,7 @@ _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, 
            "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
 ARCHES = {
     "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319, "mmap": 9,
-               "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135,
+               "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135, "fallocate": 285,
                "spawn": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
                         "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101,
@@ -82,7 +85,7 @@ ARCHES = {
                         "sched_setattr": 314,
                         "process_vm_readv": 310, "process_vm_writev": 311, **_COMMON}},
     "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279, "mmap": 222,
-                "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92,
+                "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92, "fallocate": 47,
                 "spawn": {"execve": 221, "execveat": 281},
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
                          "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117, "userfaultfd": 282,
@@ -108,7 +111,8 @@ def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> 
         body += [("jeq", a["memfd_create"], "deny", None), ("jeq", a["mmap"], "mmap", None),
                  ("jeq", a["mprotect"], "mprotect", None), ("jeq", a["pkey_mprotect"], "mprotect", None)]
     body += [("jeq", a["shmat"], "shmat", None), ("jeq", a["personality"], "personality", None),
-             ("jeq", a["clone3"], "enosys", None), ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
+             ("jeq", a["clone3"], "enosys", None), ("jeq", a["fallocate"], "eopnotsupp", None),
+             ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
              ("label", "clone"), ("ld", _OFF_ARG0_LOW),
              ("jset", CLONE_NEW_FLAGS, "deny", "allow" if not no_processes else None)]
     if no_processes:  # a thread shares the process (CLONE_THREAD); anything else is a new process
@@ -120,7 +124,8 @@ def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> 
                  ("jset", PROT_WRITE, "deny", None), ("ld", _OFF_ARG3_LOW), ("jset", MAP_ANONYMOUS, "deny", "allow"),
                  ("label", "mprotect"), ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, "deny", "allow")]
     body += [("label", "allow"), ("ret", RET_ALLOW), ("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),
-             ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS)]
+             ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS),
+             ("label", "eopnotsupp"), ("ret", RET_ERRNO | errno.EOPNOTSUPP)]
     labels, pos = {}, 0
     for ins in body:
         if ins[0] == "label":
