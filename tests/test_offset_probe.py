@@ -25,3 +25,27 @@ def test_a_tf32_gemm_that_passes_the_trials_is_not_rejected_by_the_offset_probe(
     with LocalPool(device="cuda", workers=1, cache_dir=str(tmp_path)) as pool:
         r = pool.evaluate(EvalRequest(task, source, EvalOptions(device="cuda", compile_baseline=False)))
     assert r.verdict == "ok", (r.verdict, r.error)
+
+
+def test_the_near_probe_moves_a_quarter_of_the_items_within_a_trials_range_and_shrinks_their_spread():
+    """The near probe (attack m10 told the far offset from a trial by its mean): a quarter of the items get a
+    mean 1-3 standard deviations away and a spread shrunk 300-1000x, the rest stay as drawn, integers and
+    half precision untouched, and the same seed gives the same probe."""
+    import torch
+
+    from drk.gym.judge.checks import TrialChecks
+
+    x = 3 * torch.randn(16, 64, 32) + 1
+    idx = torch.arange(10)
+    out = TrialChecks._near([x, idx, x.half()], seed=5)
+    moved, same_idx, same_half = out
+    assert same_idx is idx and same_half.dtype == torch.float16 and torch.equal(same_half, x.half())
+    changed = [i for i in range(16) if not torch.equal(moved[i], x[i])]
+    assert len(changed) == 4
+    spread = float(x.std())
+    for i in changed:
+        assert spread <= abs(float(moved[i].mean() - x[i].mean())) <= 3 * spread + 1e-3
+        assert 1e-3 * 0.9 <= float(moved[i].std() / x[i].std()) <= 10 ** -2.5 * 1.1
+    assert float(moved.abs().max()) < float(x.abs().max()) + 3 * spread  # values stay in a trial's range
+    assert all(torch.equal(a, b) for a, b in zip(TrialChecks._near([x], seed=5), [moved]))
+    assert TrialChecks._near([idx], seed=5) is None

@@ -287,7 +287,8 @@ class TrialChecks:
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
-        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2)]
+        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
+                                                       ("near", n + 3)]
         _rng.shuffle(plan)
         plan = [("trial", 0)] + plan
         timing_k = [k for what, k in plan if what == "trial"][-1]  # the last trial's set is kept for timing
@@ -345,14 +346,16 @@ class TrialChecks:
                             "function for every valid input")
                         res.flags.append(T.WIDE_INPUTS_FAILED)
                         return False
-                    if what == "offset":
+                    if what in ("offset", "near"):
                         if self._as_accurate_as_reference(inputs, outs, refs):
                             continue
+                        shifted = ("shifted by a large constant (values far from zero with the same spread)"
+                                   if what == "offset" else "with some items moved to a nearby mean and their spread "
+                                   "shrunk a hundred- to a thousandfold")
                         res.verdict, res.error = T.INCORRECT, (
-                            "wrong on inputs of the task's shapes shifted by a large constant (values far from zero "
-                            f"with the same spread): {cmp.message}; the task's own float32 computation stays "
-                            "accurate there (checked against float64), the kernel's does not (cancellation, e.g. "
-                            "E[x^2]-E[x]^2, or no max-subtraction before exp)")
+                            f"wrong on inputs of the task's shapes {shifted}: {cmp.message}; the task's own float32 "
+                            "computation stays accurate there (checked against float64), the kernel's does not "
+                            "(cancellation, e.g. E[x^2]-E[x]^2, or no max-subtraction before exp)")
                         res.flags.append(T.OFFSET_INPUTS_FAILED)
                         return False
                     if train or self.mode_independent:
@@ -401,6 +404,8 @@ class TrialChecks:
             return self._widened(inputs, seed)
         if what == "offset":
             return self._offset(inputs)
+        if what == "near":
+            return self._near(inputs, seed)
         return inputs
 
     @staticmethod
@@ -420,6 +425,36 @@ class TrialChecks:
                     continue
             out.append(t)
         return out if shifted else None
+
+    @staticmethod
+    def _near(inputs: list, seed: int) -> list | None:
+        """A quarter of the items (along the first dimension; the whole tensor when it has one item) of every
+        float32/float64 input moved to a mean one to three standard deviations away, their spread around it
+        shrunk 300 to 1000 times; the other items stay as drawn. The input's values stay in a trial's range
+        and its overall statistics close to a trial's, so a candidate that takes a careful path only when its
+        inputs look shifted (attack m10 against the offset probe) cannot see this one coming, while one-pass
+        statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. None when nothing moves."""
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        out, moved = [], False
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
+                spread = float(t.std())
+                if math.isfinite(spread) and spread > 0.0:
+                    items = t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
+                    pick = torch.randperm(items.shape[0], generator=g)[:max(1, items.shape[0] // 4)]
+                    u = torch.rand(len(pick), 3, generator=g, dtype=torch.float64)
+                    shift = (1.0 + 2.0 * u[:, 0]) * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
+                    shrink = 10.0 ** (-2.5 - 0.5 * u[:, 2])
+                    new = items.clone()
+                    idx = pick.to(t.device)
+                    rows = items[idx]
+                    mu = rows.mean(dim=1, keepdim=True)
+                    new[idx] = mu + shift.to(t)[:, None] + (rows - mu) * shrink.to(t)[:, None]
+                    out.append(new.reshape(t.shape))
+                    moved = True
+                    continue
+            out.append(t)
+        return out if moved else None
 
     def _as_accurate_as_reference(self, inputs: list, outs: list, refs: list) -> bool:
         """On the offset probe, after the candidate missed the float32 reference: is the task's own float32
