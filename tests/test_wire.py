@@ -53,3 +53,17 @@ def test_a_message_begun_and_stalled_ends_at_the_deadline():
     peer.close()
     with pytest.raises(EOFError):
         wire.recv(conn, deadline=time.monotonic() + 1)
+
+
+def test_frames_are_bounded_together():
+    """One frame within the per-frame bound sent thousands of times is as much memory (attack m11)."""
+    import time
+
+    conn, fd = wire.socket_pair()
+    peer = wire.connection_from_fd(fd)
+    wire.send(peer, {"op": "x"}, [b"a" * 1000] * 3)
+    h, frames = wire.recv(conn, max_frame=1000, max_total=3000, deadline=time.monotonic() + 5)
+    assert len(frames) == 3
+    wire.send(peer, {"op": "x"}, [b"a" * 1000] * 4)
+    with pytest.raises(wire.ProtocolError):
+        wire.recv(conn, max_frame=1000, max_total=3000, deadline=time.monotonic() + 5)

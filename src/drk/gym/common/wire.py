@@ -77,14 +77,15 @@ def _recv_bytes_by(conn: Connection, maxsize: int | None, end: float) -> bytearr
 
 
 def recv(conn: Connection, timeout: float | None = None, max_frame: int | None = None,
-         deadline: float | None = None) -> tuple[dict, list[bytes]]:
+         deadline: float | None = None, max_total: int | None = None) -> tuple[dict, list[bytes]]:
     """Receive one message. Raises TimeoutError if nothing arrives in `timeout` seconds, EOFError if the
     peer closed or died (a connection reset mid-message is a death, never the peer's malformed data),
     ProtocolError on malformed data. With `deadline` (monotonic time) every read of the message, not only
     its start, ends by then: a peer that runs untrusted code can begin a message and stall mid-way (attack
-    m13), and a plain read would wait for it forever."""
+    m13), and a plain read would wait for it forever; `max_total` then bounds the frames together (one
+    frame within `max_frame` sent thousands of times is as much memory, attack m11)."""
     if deadline is not None:
-        return _recv_by(conn, max_frame, deadline)
+        return _recv_by(conn, max_frame, deadline, max_total)
     if timeout is not None and not conn.poll(timeout):
         raise TimeoutError
     try:
@@ -105,9 +106,17 @@ def recv(conn: Connection, timeout: float | None = None, max_frame: int | None =
     return header, frames
 
 
-def _recv_by(conn: Connection, max_frame: int | None, end: float) -> tuple[dict, list[bytes]]:
+def _recv_by(conn: Connection, max_frame: int | None, end: float,
+             max_total: int | None = None) -> tuple[dict, list[bytes]]:
     header = _parse_header(_recv_bytes_by(conn, MAX_HEADER, end))
-    return header, [_recv_bytes_by(conn, max_frame, end) for _ in range(header["nframes"])]
+    frames: list = []
+    left = max_total
+    for _ in range(header["nframes"]):
+        cap = max_frame if left is None else (left if max_frame is None else min(max_frame, left))
+        frames.append(_recv_bytes_by(conn, cap, end))
+        if left is not None:
+            left -= len(frames[-1])
+    return header, frames
 
 
 def _parse_header(raw) -> dict:
