@@ -37,6 +37,8 @@ def test_scrubbed_env_drops_secrets():
     assert SECRET not in env.values() and "HF_TOKEN" not in env and "MY_PASSWORD" not in env and "HOME" not in env
     assert env["PATH"] == "/usr/bin" and env["TRITON_CACHE_DIR"] == "/tmp/t"
     assert redact(f"key={SECRET}!", secret_values({"OPENAI_API_KEY": SECRET})) == "key=[redacted]!"
+    # terminal escapes and NULs from a candidate's output never reach a terminal or a prompt; lines stay
+    assert redact("a\x1b[2J\x07b\x00\r\n\tc", []) == "a\ufffd[2J\ufffdb\ufffd\ufffd\n\tc"
 
 
 def test_secrets_never_reach_the_candidate_or_the_result(tmp_path, monkeypatch):

@@ -58,11 +58,17 @@ def secret_values(env: dict[str, str] | None = None) -> list[str]:
     return sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 8}, key=len, reverse=True)
 
 
+# control characters but tab and newline: a candidate's output can carry terminal escapes (ESC, BEL) or NULs
+# into an error text that a terminal, a log viewer or a model's prompt shows
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def redact(text: str, secrets: list[str]) -> str:
+    """`text` without the secrets' values and with control characters (but tab and newline) shown as U+FFFD."""
     for s in secrets:
         if s in text:
             text = text.replace(s, "[redacted]")
-    return text
+    return _CONTROL.sub("\ufffd", text)
 
 
 def audit_enabled() -> bool:
