@@ -251,9 +251,9 @@ def _probe(iso: Isolation, code: str = "import os, socket; socket.socket().conne
 def exec_guard_wanted(device: str) -> bool:
     """Whether a slot's candidates get the exec guard (`drk.gym.sandbox.zygote.guard_exec`: every writable
     folder noexec, no executable memory files). DRK_EXEC_GUARD=on|off|auto (auto, the default: on for CPU
-    slots; on CUDA, Triton loads the launcher it compiles per kernel signature from the candidate's own
-    cache, which the guard makes unloadable, so CUDA slots keep it off until launchers come from a folder
-    the candidate cannot write). Results record a slot without it (`versions.sandbox`)."""
+    slots; CUDA slots keep it off until a GPU run shows CUDA starting under it, see
+    docs/measurements/evaluator-isolation.md: their launchers come from the judge and ptxas from a helper).
+    Results record a slot without it (`versions.sandbox`)."""
     mode = os.environ.get("DRK_EXEC_GUARD", "auto")
     if mode in ("on", "off"):
         return mode == "on"
