@@ -198,7 +198,7 @@ class HelperSubprocess(types.ModuleType):
             # Triton's make_cubin: [ptxas, *flags, SRC.ptx, "-o", OUT]; the helper names its own input and output
             if len(args) < 3 or args[-2] != "-o":
                 raise PermissionError("sandbox: a ptxas command must end with SRC -o OUT")
-            src, dst, flags = args[-3], args[-1], args[:-3]
+            src, dst, flags = args[-3], args[-1], [a for a in args[:-3] if a]  # PTXAS_OPTIONS split on spaces
             with open(src, "rb") as f:
                 ptx = f.read(MAX_PTX + 1)
             if len(ptx) > MAX_PTX:
