@@ -351,7 +351,7 @@ class TrialChecks:
                             continue
                         shifted = ("shifted by a large constant (values far from zero with the same spread)"
                                    if what == "offset" else "with some items moved to a nearby mean and their spread "
-                                   "shrunk a hundred- to a thousandfold")
+                                   "shrunk three hundred- to a thousandfold")
                         res.verdict, res.error = T.INCORRECT, (
                             f"wrong on inputs of the task's shapes {shifted}: {cmp.message}; the task's own float32 "
                             "computation stays accurate there (checked against float64), the kernel's does not "
