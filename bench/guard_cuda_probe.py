@@ -87,6 +87,8 @@ def case(name, *steps):
 
 
 if __name__ == "__main__":
+    import torch  # noqa: F401  (imported once, CUDA not initialised, as in the fork server; children inherit it)
+
     print(json.dumps({"arch": ARCH, "landlock": landlock.available() or "yes", "python": sys.version.split()[0],
                       "nodes": sorted(glob.glob("/dev/nvidia*"))}), flush=True)
     case("nothing")
@@ -102,3 +104,6 @@ if __name__ == "__main__":
     case("noexec device nodes", noexec_nodes)
     case("own network and IPC namespaces", own_net_ipc)
     case("all of them", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True))
+    case("all but noexec nodes", own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True))
+    case("all but the exec_guard rules", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(no_processes=True))
+    case("all but no_processes", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True))
