@@ -21,7 +21,7 @@
 #            writes outside them (Landlock), Triton's launchers built by the judge): its GPU test, two shipped
 #            candidates (does CUDA need executable anonymous memory?), the native-code attacks with the early layers off,
 #            then the corpus and throughput with the guard on
-#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1 leave them out), the attacks a change is about
+#   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
 # Needs (make gpu-prep): .whl (wheels the image lacks), .dev/kb/level1|level2 (KernelBench problem files,
@@ -123,7 +123,11 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   done
   ;;
 probe)
-  echo "== guard layers vs CUDA"; timeout 120 python3 bench/guard_cuda_probe.py 2>&1 | tail -14
+  echo "== guard layers vs CUDA"; timeout 120 python3 bench/guard_cuda_probe.py 2>&1 | tail -24
+  if command -v strace >/dev/null; then  # the calls that fail under Landlock alone, when the image has strace
+    echo "== strace, landlock /tmp /dev"; timeout 60 strace -f -qq -e trace=%file,%desc -Z -o /tmp/ll.trace \
+      python3 bench/guard_cuda_probe.py "landlock /tmp /dev" >/dev/null 2>&1; grep -v ENOENT /tmp/ll.trace | tail -25
+  else echo "no strace here"; fi
   [ -n "${THEN:-}" ] && exec bash "$0" "$THEN"
   ;;
 guard)
@@ -137,16 +141,16 @@ guard)
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
   ;;
 verify)
-  [ -z "${SKIP_TESTS:-}" ] && { echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu tests/test_profiled_everywhere.py \
-    tests/test_decode_gpu.py tests/test_host_ahead.py 2>&1 | tail -3; }
+  [ -z "${SKIP_TESTS:-}" ] && { echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu ${TESTS:-tests/test_profiled_everywhere.py \
+    tests/test_decode_gpu.py tests/test_host_ahead.py} 2>&1 | tail -${TEST_LINES:-3}; }
   [ -z "${SKIP_KG:-}" ] && { echo "== kernelgym sequence on the GPU ($SECONDS s in)"; DRK_TEST_DEVICE=cuda timeout 100 \
     python3 -m pytest -q -x tests/test_server_kernelgym.py 2>&1 | tail -3; }
   # The attacks a change is about run with the static rules off unless STATIC=on: the early layer refuses many
   # of them by name (`forbidden`, which their headers do not accept), and nothing may rest on it.
   A=${ATTACKS:-g01,g10,g11}
-  echo "== attacks $A, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} timeout 90 \
-    python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 ${HOST_AHEAD:+--host-ahead} --out $OUT/attacks_verify.json 2>&1 \
-    | grep -v SyntaxWarning | tail -12
+  [ -z "${SKIP_ATTACKS:-}" ] && { echo "== attacks $A, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} \
+    timeout 90 python3 bench/attacks_gpu.py --only $A --no-pairs --workers 4 ${HOST_AHEAD:+--host-ahead} \
+    --out $OUT/attacks_verify.json 2>&1 | grep -v SyntaxWarning | tail -12; }
   echo "== timing ($SECONDS s in)"; timeout $(left) python3 bench/timing_referee.py --kernelbench $KB --out $OUT/timing \
     --only "${PAIRS:-short/}" --repeat ${REPEAT:-0} --budget-s $(( $(left) - 15 )) ${PROFILED:+--profiled} \
     ${HOST_AHEAD:+--host-ahead} 2>&1 | tail -30

@@ -2,7 +2,7 @@
 initialised in the parent), applies some of the candidate process's layers and then initialises CUDA and
 allocates one tensor. Prints one JSON line per case. Run as root on a GPU host:
 
-    PYTHONPATH=src python3 bench/guard_cuda_probe.py
+    PYTHONPATH=src python3 bench/guard_cuda_probe.py [case name ...]
 """
 from __future__ import annotations
 
@@ -91,19 +91,30 @@ if __name__ == "__main__":
 
     print(json.dumps({"arch": ARCH, "landlock": landlock.available() or "yes", "python": sys.version.split()[0],
                       "nodes": sorted(glob.glob("/dev/nvidia*"))}), flush=True)
-    case("nothing")
-    case("seccomp base", filt())
-    case("seccomp exec_guard", filt(exec_guard=True))
-    case("seccomp exec_guard + no_processes", filt(exec_guard=True, no_processes=True))
-    case("seccomp base + no_processes", filt(no_processes=True))
-    case("exec_guard without memfd rule", filt(exec_guard=True, off=("memfd_create",)))
-    case("exec_guard without mmap rule", filt(exec_guard=True, off=("mmap",)))
-    case("exec_guard without mprotect rules", filt(exec_guard=True, off=("mprotect", "pkey_mprotect")))
-    case("landlock /tmp /dev/shm", lock(["/tmp", "/dev/shm"]))
-    case("landlock /tmp /dev", lock(["/tmp", "/dev"]))
-    case("noexec device nodes", noexec_nodes)
-    case("own network and IPC namespaces", own_net_ipc)
-    case("all of them", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True))
-    case("all but noexec nodes", own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True))
-    case("all but the exec_guard rules", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(no_processes=True))
-    case("all but no_processes", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True))
+    cases = [
+        ("nothing",),
+        ("seccomp base", filt()),
+        ("seccomp exec_guard", filt(exec_guard=True)),
+        ("seccomp exec_guard + no_processes", filt(exec_guard=True, no_processes=True)),
+        ("seccomp base + no_processes", filt(no_processes=True)),
+        ("exec_guard without memfd rule", filt(exec_guard=True, off=("memfd_create",))),
+        ("exec_guard without mmap rule", filt(exec_guard=True, off=("mmap",))),
+        ("exec_guard without mprotect rules", filt(exec_guard=True, off=("mprotect", "pkey_mprotect"))),
+        ("landlock /tmp /dev/shm", lock(["/tmp", "/dev/shm"])),
+        ("landlock /tmp /dev", lock(["/tmp", "/dev"])),
+        ("noexec device nodes", noexec_nodes),
+        ("own network and IPC namespaces", own_net_ipc),
+        ("all of them", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True)),
+        ("all but noexec nodes", own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True, no_processes=True)),
+        ("all but the exec_guard rules", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(no_processes=True)),
+        ("all but no_processes", noexec_nodes, own_net_ipc, lock(["/tmp", "/dev"]), filt(exec_guard=True)),
+        ("landlock /", lock(["/"])),
+        ("landlock /tmp /dev /proc", lock(["/tmp", "/dev", "/proc"])),
+        ("landlock /tmp /dev /sys", lock(["/tmp", "/dev", "/sys"])),
+        ("landlock /tmp /dev /proc /sys", lock(["/tmp", "/dev", "/proc", "/sys"])),
+        ("landlock /tmp /dev /root /var /run /home", lock(["/tmp", "/dev", "/root", "/var", "/run", "/home"])),
+    ]
+    only = sys.argv[1:]  # case names: run only these
+    for name, *steps in cases:
+        if not only or name in only:
+            case(name, *steps)

@@ -121,7 +121,7 @@ def main() -> None:
                    "drk_speedup": r.speedup, "referee_ms": ref.get("candidate" + mode),
                    "referee_ref_ms": ref.get("reference" + mode), "referee_error": ref.get("error"),
                    "referee": {k: v for k, v in ref.items() if k != "error"},
-                   "timing_gate": r.protocol.get("timing_gate"),
+                   "timing_gate": r.protocol.get("timing_gate"), "reference_timing": r.protocol.get("reference_timing"),
                    "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1),
                    "drk_seconds": round(drk_s, 1),
                    **{k: v for k, v in ref.items() if k.endswith("_under_profiler_ms")}}

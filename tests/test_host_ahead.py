@@ -95,7 +95,7 @@ def test_gated_timing_of_a_short_kernel_is_its_device_time_not_the_hosts():
         return y
 
     gated = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=True, host_ahead=True)
-    assert gated["gate"]["chunks"] > 0 and gated["gate"]["b2b_kept"] == len(gated["b2b"])
+    assert gated["gate"]["chunks"] > 0 and harness.gate_held(gated)
     assert gated["gate"]["missed"] * 2 <= gated["gate"]["chunks"]
     # graph replay has no host in it: the device time of the same launches
     g = torch.cuda.CUDAGraph()
@@ -162,9 +162,23 @@ def test_time_calls_gates_every_back_to_back_chunk_and_keeps_only_calls_the_host
     out = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=False, host_ahead=True)
     gate = out["gate"]
     assert gate["chunks"] >= 4 and gate["missed"] == 1 and not gate["off"]
-    assert gate["b2b_kept"] == len(out["b2b"]) < out["calls"] - len(out["stream"])  # the missed chunk's calls left out
+    assert gate["b2b_kept"] == len(out["b2b"]) < gate["b2b_all"] == out["calls"] - len(out["stream"])  # missed chunk out
+    assert harness.gate_held(out)
     assert all(abs(ms - 0.5) < 1e-9 for ms in out["b2b"])
     assert len(fake.slept) == gate["chunks"] + 1  # one hold per chunk, after the calibration
+
+
+def test_a_pass_whose_gating_stopped_has_not_held(monkeypatch):
+    fake = _FakeCuda(call_ms=0.5, behind=lambda gate: True)  # every gate had passed: the host never got ahead
+    monkeypatch.setattr(harness.torch, "cuda", fake)
+
+    def call(i: int) -> None:
+        fake.now += fake.call_ms
+
+    out = harness.time_calls(call, "cuda", warmup=5, trials=100, l2_flush=False, host_ahead=True)
+    assert out["gate"]["off"] and not harness.gate_held(out)
+    assert len(out["b2b"]) == out["gate"]["b2b_all"]  # fell back to every call
+    assert harness.gate_held({"b2b": [1.0]})  # no gate asked for: nothing to hold
 
 
 def test_without_host_ahead_nothing_is_gated_and_every_call_is_kept(monkeypatch):

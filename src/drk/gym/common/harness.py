@@ -377,8 +377,18 @@ def time_calls(fn: Callable[[int], Any], device: str, *, warmup: int, trials: in
            "calls": call, "warmup_calls": warmup_calls,
            "flush_bytes": L2_FLUSH_BYTES if l2_flush else 0}
     if gate is not None:
-        out["gate"] = {**gate.report(), "b2b_kept": len(kept)}
+        out["gate"] = {**gate.report(), "b2b_kept": len(kept), "b2b_all": len(b2b)}
     return out
+
+
+def gate_held(ms: dict) -> bool:
+    """Whether a `time_calls` pass timed the device, not the host: True without a gate (nothing to hold),
+    else when gating never stopped and at least half the back-to-back calls came from chunks that held
+    (below that the pass falls back to every call, host-bound ones included)."""
+    gate = ms.get("gate")
+    if not isinstance(gate, dict):
+        return True
+    return not gate.get("off") and 2 * int(gate.get("b2b_kept") or 0) >= int(gate.get("b2b_all") or 0)
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
