@@ -332,6 +332,17 @@ class Zygote:
                 "cores": max(1, cores), "age_s": time.monotonic() - child["start"]}
 
 
+def _start_cuda(device: str) -> None:
+    """Initialise CUDA and its primary context on `device` in this process (a small allocation and a sync)."""
+    import torch
+
+    dev = torch.device(device)
+    torch.cuda.init()
+    torch.cuda.set_device(dev)
+    torch.zeros(1, device=dev).add_(1)
+    torch.cuda.synchronize(dev)
+
+
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
                       base_cache: str, filtered: bool, guarded: bool = False, modules_fd: int = -1,
                       writable: list[str] | None = None, device: str = "cpu") -> None:
@@ -388,6 +399,12 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     if guarded and writable is not None:
+        if device != "cpu":
+            # CUDA starts before the write rule: the driver's start writes under /proc/self/task (the probe
+            # of bench/guard_cuda_probe.py: with writes confined to /tmp and /dev, cuInit fails, error 304),
+            # and granting /proc/self/task would grant its threads' `mem` files too, the very writes the
+            # rule exists to refuse. No candidate code has run yet, so nothing it does reaches the start.
+            _start_cuda(device)
         landlock.restrict_writes(writable)
     ptxas_fd, tools = -1, []
     if guarded and filtered and device != "cpu":
