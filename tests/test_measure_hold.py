@@ -120,6 +120,24 @@ def test_a_reference_torch_compile_cannot_handle_is_timed_eager_only(monkeypatch
     assert "dynamo cannot trace this" in c.res.protocol["reference_timing"]["compile"]["error"]  # said, not dropped
 
 
+def test_a_compiled_reference_without_a_length_is_timed(monkeypatch):
+    """torch 2.11's OptimizedModule answers len() (and so truth tests) with TypeError when the model has no
+    length: the compiled reference must be used by identity, never by its truth value."""
+    log: list = []
+    c = checks(log, monkeypatch)
+
+    class Unsized:
+        def __len__(self):
+            raise TypeError("Model does not support len()")
+
+        def __call__(self, *a):
+            return a[0]
+    c._compiled = Unsized()
+    monkeypatch.setattr(C.harness, "time_calls", lambda *a, **k: {"b2b": [0.25] * 8, "stream": [0.25] * 4})
+    assert c._time_reference([torch.zeros(4)], "compile") == (pytest.approx(0.25), True)
+    assert "compile" not in c.res.protocol.get("reference_timing", {})
+
+
 def _gated(median: float, held: bool) -> dict:
     n = 40
     return {"b2b": [median] * (n if not held else n // 2 + 5), "stream": [median] * 10, "calls": n + 10,

@@ -783,7 +783,7 @@ class TrialChecks:
             if self._compiled is False:  # failed to compile (`_compile_reference`)
                 return None, True
             try:
-                fn = self._compiled or torch.compile(model)
+                fn = self._compiled if self._compiled is not None else torch.compile(model)
             except Exception as e:
                 self._note_reference(mode, error=f"torch.compile: {type(e).__name__}: {e}")
                 return None, True
