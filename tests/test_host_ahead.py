@@ -76,6 +76,26 @@ def test_a_forward_that_keeps_the_host_behind_ends_gating_and_says_so():
     assert g.report() == {"chunks": GATE_MISSES, "missed": GATE_MISSES, "held_ms": 0.0, "off": True}
 
 
+class _Timed(_Gate):
+    def __init__(self, passed: bool, t: float) -> None:
+        super().__init__(passed)
+        self.t = t
+
+    def elapsed_time(self, other) -> float:
+        return other.t - self.t
+
+
+def test_a_gate_the_gpu_passed_early_because_its_clock_rose_recalibrates_the_spin():
+    """The spin counts SM cycles, calibrated near idle clocks: under load the clock rises and a planned 2 ms
+    hold lasts 0.5 ms. The missed gate's measured length sets the cycles per ms four times higher."""
+    g = _gate()
+    g.cycles_per_ms = 1000.0
+    g.release((_Timed(passed=True, t=10.5), 0.0, _Timed(passed=True, t=10.0), 2.0), 32)
+    assert g.cycles_per_ms == pytest.approx(4000.0) and g.missed == 1
+    g.release((_Timed(passed=True, t=12.0), 0.0, _Timed(passed=True, t=10.0), 2.0), 32)  # lasted as planned:
+    assert g.cycles_per_ms == pytest.approx(4000.0)  # the host was slow, the spin is left as it is
+
+
 def test_an_idle_start_call_leaves_the_next_chunk_no_head_start():
     g = _gate()
     g.release((_Gate(passed=False), 0.0), 32)
@@ -123,16 +143,17 @@ class _FakeCuda:
 
     def __init__(self, call_ms: float, behind=lambda chunk: False) -> None:
         self.now, self.call_ms, self.behind, self.gates, self.slept = 0.0, call_ms, behind, 0, []
+        self.after_gate_sleep = False
         fake = self
 
         class Event:
             def __init__(self, enable_timing: bool = False) -> None:
                 self.t = None
-                self.gate = not enable_timing
 
             def record(self) -> None:
                 self.t = fake.now
-                if self.gate:
+                if fake.after_gate_sleep:  # the event recorded right after a gate's spin is its end
+                    fake.after_gate_sleep = False
                     fake.gates += 1
                     self.index = fake.gates
 
@@ -149,7 +170,8 @@ class _FakeCuda:
 
     def _sleep(self, cycles: int) -> None:
         self.slept.append(cycles)
-        self.now += 1.0  # the calibration's sleep: 1 ms at any clock here
+        self.after_gate_sleep = len(self.slept) > 1  # the first is the calibration's
+        self.now += 1.0  # 1 ms at any length here
 
 
 def test_time_calls_gates_every_back_to_back_chunk_and_keeps_only_calls_the_host_was_ahead_of(monkeypatch):

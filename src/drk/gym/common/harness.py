@@ -241,20 +241,22 @@ class HostAhead:
         if self.off:
             return None
         ms = gate_ms(self.host_ms, calls, self.margin, self.device_ms * self.behind)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
         torch.cuda._sleep(int(ms * self.cycles_per_ms))
-        end = torch.cuda.Event()
         end.record()
         self.held_ms += ms
-        return end, time.perf_counter()
+        return end, time.perf_counter(), start, ms
 
     def release(self, held, calls: int) -> bool:
         """After a chunk's calls are enqueued: True if the GPU was still held (every call device-bound)."""
         if held is None:
             return False
-        end, t0 = held
+        end, t0 = held[:2]
         self.host_ms = (time.perf_counter() - t0) * 1000.0 / calls
         self.chunks += 1
         if end.query():  # the gate had ended before the host finished: some calls waited for the host
+            self._recalibrate(held)
             self.missed += 1
             self.in_a_row += 1
             self.margin *= 2
@@ -265,6 +267,18 @@ class HostAhead:
         self.margin = max(GATE_MARGIN, self.margin * 0.8)
         self.behind = calls
         return True
+
+    def _recalibrate(self, held) -> None:
+        """A gate the GPU passed early may have been shorter than planned: the spin counts SM cycles, and a
+        GPU calibrated near idle speeds its clock up under the timed pass. The gate's measured length
+        (it has ended, so its events have times) resets the cycles per millisecond; a gate that lasted as
+        planned leaves them, the host was simply slower."""
+        if len(held) < 4:
+            return
+        end, _, start, planned_ms = held
+        actual_ms = start.elapsed_time(end)
+        if 0 < actual_ms < 0.95 * planned_ms:
+            self.cycles_per_ms *= planned_ms / actual_ms
 
     def idle_start(self) -> None:
         """An idle-start call synchronised the device: the next chunk has no head start."""
