@@ -92,6 +92,21 @@ def test_the_judges_launcher_has_the_key_the_candidates_triton_looks_up(tmp_path
     assert [p for p in os.listdir(b.folder) if p.startswith(".build-")] == []  # no half-built leftovers
 
 
+def test_the_lookup_names_the_folder_tritons_own_cache_writes(tmp_path, monkeypatch):
+    """The driver utilities in the base cache were put there by Triton itself (the judge's warm-up kernel):
+    the candidate's lookup must name the folder Triton's cache manager uses for that source, or a guarded
+    CUDA candidate finds no utilities and cannot start (seen on the H100: every candidate `infra_error`)."""
+    import hashlib
+
+    from triton.runtime import cache
+    from triton.runtime.build import platform_key
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    src = "/* any module source */"
+    manager = cache.get_cache_manager(hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest())
+    assert manager.cache_dir == str(tmp_path / cache_key(src))
+
+
 def test_a_candidate_gets_judge_built_launchers_and_nothing_else(tmp_path, stub_driver, monkeypatch):
     """The candidate side, installed before candidate code: Triton's driver utilities come from the base cache
     the judge warmed, a new launcher is asked of the judge over the channel and loaded from the judge's

@@ -9,10 +9,18 @@ LAUNCHER = "__triton_launcher"
 
 
 def cache_key(src: str) -> str:
-    """Triton's cache key for a module built from `src` (triton.runtime.build.compile_module_from_src)."""
+    """The name of the folder Triton's cache keeps a module built from `src` in
+    (triton.runtime.build.compile_module_from_src): its file cache names a folder by the base32 of the
+    source's hash, not the hex, and a lookup by the hex never finds a module Triton itself put there (the
+    driver utilities the judge warms into the base cache)."""
     from triton.runtime.build import platform_key
 
-    return hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest()
+    key = hashlib.sha256((src + platform_key()).encode("utf-8")).hexdigest()
+    try:
+        from triton.runtime.cache import _base32
+    except ImportError:  # a Triton that names folders by the hex itself
+        return key
+    return _base32(key)
 
 
 def module_file(name: str) -> str:
