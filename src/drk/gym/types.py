@@ -65,8 +65,8 @@ class EvalOptions:
     warmup: int = 5                # untimed calls before timing
     timing_trials: int = 100       # timed calls; median reported
     l2_flush: bool = True          # overwrite a buffer larger than L2 between timed calls
-    host_ahead: bool = False       # time short kernels without the host's launch latency: the GPU
-    #                                    waits while each chunk of timed calls is enqueued (under test)
+    host_ahead: bool = True        # time short kernels without the host's launch latency: the GPU
+    #                                    waits while each chunk of timed calls is enqueued (harness.HostAhead)
     compile_baseline: bool = True  # also time the reference under torch.compile (GPU)
     profile: bool = True           # per-kernel device times of one forward and Triton coverage (GPU)
     input_budget_mb: float | None = None  # scale size constants so inputs fit; default: 2 MB on CPU, none on GPU
