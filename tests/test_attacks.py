@@ -332,8 +332,6 @@ KNOWN_GAPS = {
     "candidate's kernels, which dwarfs torch's native math, so a copy kernel reads ~1.0; on GPU the profiler "
     "sees torch's own kernels (bench/attacks_gpu.py runs it there)",
     # round 5
-    "m02_pid_counter_channel.py": "open: the pid namespace is the slot's, so the pid a candidate gets tells how many "
-    "its predecessor used (about a byte per candidate); the fix is a pid namespace per candidate",
     "m04_forge_runner_reply_evidence.py": "open: launch records, written share and (on GPU) the profiler's rows are "
     "collected in the candidate's process and sent by the runner object, which candidate code can reach and "
     "rewrite; the judge's own checks (outputs, ablation, wall clock) do not bound the coverage it claims",
@@ -341,6 +339,12 @@ KNOWN_GAPS = {
     "each call, so settings changed inside the forward and restored before it returns go unseen (on CPU they "
     "change nothing; on GPU the profiler's rows would show cuBLAS's TF32 kernels)",
 }
+
+
+if os.geteuid() != 0:  # a pid namespace per candidate needs the evaluator to run as root (zygote.PidNamespaces)
+    KNOWN_GAPS["m02_pid_counter_channel.py"] = (
+        "open without root: the candidates of a slot share its pid namespace, so the pid a candidate gets tells "
+        "how many its predecessor used (about a byte per candidate)")
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[p.name]))

@@ -179,6 +179,27 @@ def test_without_a_sandbox_drk_refuses_unless_the_user_says_unsafe(tmp_path):
     assert [x["verdict"] for x in res] == ["ok"] and res[0]["versions"]["sandbox"] == "none"
 
 
+PID_PROBE = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
+                         "_os = torch.serialization.os\n"
+                         "        raise RuntimeError('PIDS %d %s %s' % (_os.getpid(), _os.readlink('/proc/self'), "
+                         "sorted(int(n) for n in _os.listdir('/proc') if n.isdigit())))")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace per candidate needs the evaluator to run as root")
+def test_every_candidate_is_pid_1_of_its_own_namespace_and_sees_no_other_process(tmp_path, monkeypatch):
+    """The slot's pid namespace hands out pids in order, so a candidate's pid would tell how many pids its
+    predecessor used (attack m02). Each candidate is pid 1 of a namespace of its own, /proc included: the
+    second candidate of a slot sees the same as the first, and neither sees the judge, the fork server or
+    another candidate."""
+    monkeypatch.setenv("DRK_STATIC_RULES", "off")  # the probe reads /proc: the early layers would refuse it
+    monkeypatch.setenv("DRK_AUDIT", "off")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        first, second = pool.evaluate_batch([EvalRequest(TASK, PID_PROBE, opts()), EvalRequest(TASK, PID_PROBE, opts())])
+    for r in (first, second):
+        assert r.verdict == "runtime_error" and "PIDS 1 1 [1]" in r.error, (r.verdict, r.error)
+        assert "shared pid namespace" not in r.versions["sandbox"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid pairs are claimed only when the evaluator runs as root")
 def test_uid_pairs_are_exclusive_while_held_and_come_back_when_released():
     from drk.gym.sandbox.isolation import claim_uid_pair

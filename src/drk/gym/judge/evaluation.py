@@ -205,11 +205,14 @@ class Judge:
         self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
                                exec_guard=isolation.exec_guard_wanted(device))
         self.fork.start()
-        gap = self.fork.exec_guard_gap
+        gap, notes = self.fork.exec_guard_gap, []
         if iso.sandboxed and gap:  # results from a weaker sandbox never mix with others
             # Landlock missing: noexec and the seccomp rules hold, /proc/self/mem stays writable
-            what = "exec guard without Landlock" if gap.startswith("Landlock") else "no exec guard"
-            self.versions["sandbox"] = f"{iso.label} ({what}: {gap})"
+            notes.append(("exec guard without Landlock" if gap.startswith("Landlock") else "no exec guard") + f": {gap}")
+        if iso.mode == isolation.ROOT and self.fork.pid_namespace_gap:  # elsewhere structural (README)
+            notes.append(f"shared pid namespace: {self.fork.pid_namespace_gap}")
+        if notes:
+            self.versions["sandbox"] = f"{iso.label} ({'; '.join(notes)})"
 
     # ---- runner management -------------------------------------------------------------------------
     def _spawn(self) -> RunnerHandle:

@@ -40,6 +40,7 @@ class ForkServer:
 
             self.launchers = LauncherBuilder(os.path.join(slot_dir, "launchers"))
         self.exec_guard_gap = "not asked for"  # why candidates' writable folders are not noexec ('' if they are)
+        self.pid_namespace_gap = "not started"
         self.uid_lock: int | None = None
         if iso.mode == isolation.ROOT:  # real uids: claimed host-wide, held while this judge lives
             uids, self.uid_lock = isolation.claim_uid_pair()
@@ -79,6 +80,8 @@ class ForkServer:
             self.stop()
             raise ForkServerGone(f"the sandboxed fork server failed to start: {tail[-400:] or 'no output'}") from None
         self.exec_guard_gap = str(hello.get("exec_guard", "not reported"))[:200]
+        # why candidates share the slot's pid namespace ('' when each has its own: zygote.PidNamespaces)
+        self.pid_namespace_gap = str(hello.get("pid_namespace", "not reported"))[:200]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -37,7 +37,10 @@ MS_NOSUID, MS_NOEXEC, MS_REMOUNT, MS_BIND = 2, 8, 32, 4096
 # statvfs's ST_* bits as mount(2)'s MS_* flags: a bind remount must repeat the flags a mount already has
 # (the kernel refuses to clear a locked one, and drops any left out)
 _ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 16: 16, 64: 64, 1024: 1024, 2048: 2048, 4096: 1 << 21}
-CLONE_NEWIPC, CLONE_NEWNET = 0x08000000, 0x40000000
+CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID = 0x08000000, 0x40000000, 0x00020000, 0x20000000
+MS_NODEV, MS_RDONLY, MS_REC, MS_PRIVATE = 4, 1, 16384, 1 << 18
+# what bubblewrap covers read-only in the /proc it mounts; a candidate's own /proc covers them the same way
+PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 MAX_PACKET = 65536
 KILL_WAIT_S = 20.0  # how long a kill sweep waits for killed processes to be gone
 
@@ -56,6 +59,89 @@ def _unshare(flags: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(flags) != 0:
         raise OSError(ctypes.get_errno(), f"unshare({flags:#x}) failed")
+
+
+def _setns(fd: int, flags: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, flags) != 0:
+        raise OSError(ctypes.get_errno(), f"setns({flags:#x}) failed")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    enc = (lambda x: None if x is None else x.encode())
+    if libc.mount(enc(source), enc(target), enc(fstype), flags, None) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {target} failed")
+
+
+def own_proc() -> None:
+    """In a process that is pid 1 of a pid namespace of its own: a mount namespace of its own with a /proc of
+    that pid namespace (noexec, nosuid, nodev; bubblewrap's read-only covers repeated). Without it /proc/self
+    would still name the process by its pid in the slot's namespace."""
+    _unshare(CLONE_NEWNS)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in PROC_COVERED:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+class PidNamespaces:
+    """A pid namespace per candidate (mode `root`): the slot's namespace hands out pids in increasing order, so
+    the pid a candidate gets tells how many its predecessor used, a channel of about a byte per candidate
+    (attack m02); in a namespace of its own every candidate is pid 1, and everything it started dies with
+    it. The fork server unshares before each fork (the next child is pid 1 of a new namespace) and goes back
+    to its own namespace for children after it; the child mounts its own /proc (`own_proc`). `gap` is '' when
+    this works here, else why not (found by trying once at start)."""
+
+    def __init__(self, mode: str) -> None:
+        self.fd = -1
+        self.gap = "only as root" if mode != "root" else ""
+        if not self.gap:
+            self.fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            self.gap = self._try()
+
+    def fork(self) -> int:
+        """os.fork(), the child in a new pid namespace when `gap` is ''."""
+        if self.gap:
+            return os.fork()
+        _unshare(CLONE_NEWPID)
+        try:
+            pid = os.fork()
+        except BaseException:
+            _setns(self.fd, CLONE_NEWPID)
+            raise
+        if pid != 0:
+            _setns(self.fd, CLONE_NEWPID)  # later children (kill sweeps never fork; the next spawn unshares again)
+        return pid
+
+    def _try(self) -> str:
+        try:
+            _unshare(CLONE_NEWPID)
+        except OSError as e:
+            return f"no new pid namespace: {os.strerror(e.errno or 0)}"
+        try:
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    own_proc()
+                    code = 0 if os.getpid() == 1 and os.readlink("/proc/self") == "1" else 4
+                except BaseException:  # noqa: BLE001
+                    pass
+                os._exit(code)
+        finally:
+            _setns(self.fd, CLONE_NEWPID)  # in the fork server: must hold, or its next child has nowhere to go
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        return "" if code == 0 else f"a candidate's own /proc could not be mounted (setup exit {code})"
 
 
 def send(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
@@ -158,6 +244,7 @@ class Zygote:
         self.seccomp = a.seccomp == "1"
         # before anything else: every candidate forked later inherits the remounted view
         mounts = guard_exec() if a.exec_guard == "1" else "not asked for"
+        self.pid_ns = PidNamespaces(self.mode)
         self.guarded = not mounts
         no_landlock = landlock.available()
         self.exec_guard = mounts or no_landlock  # '' only when the whole guard holds
@@ -188,7 +275,8 @@ class Zygote:
         from drk.gym.sandbox import runner  # noqa: F401
 
     def serve(self) -> None:
-        send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode, "exec_guard": self.exec_guard})
+        send(self.sock, {"op": "hello", "pid": os.getpid(), "mode": self.mode, "exec_guard": self.exec_guard,
+                         "pid_namespace": self.pid_ns.gap})
         while True:
             self._reap()
             try:
@@ -225,11 +313,11 @@ class Zygote:
         modules_fd = fds[2] if len(fds) == 3 else -1  # the channel to the judge's launcher builder
         cid, uid = msg["id"], int(msg.get("uid", os.getuid()))
         workdir = os.path.join(self.tmp, f"cand-{cid}")
-        pid = os.fork()
+        pid = self.pid_ns.fork()
         if pid == 0:  # the candidate's process: never returns
             try:
                 _become_candidate(conn_fd, log_fd, workdir, uid, self.mode, msg, self.base_cache, self.seccomp,
-                                  self.guarded, modules_fd, self.writable, self.device)
+                                  self.guarded, modules_fd, self.writable, self.device, not self.pid_ns.gap)
             except BaseException as e:  # noqa: BLE001 - setup failed: say why on the log, exit non-zero
                 os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(3)
@@ -345,7 +433,7 @@ def _start_cuda(device: str) -> None:
 
 def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: str, msg: dict,
                       base_cache: str, filtered: bool, guarded: bool = False, modules_fd: int = -1,
-                      writable: list[str] | None = None, device: str = "cpu") -> None:
+                      writable: list[str] | None = None, device: str = "cpu", own_pids: bool = False) -> None:
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
@@ -391,6 +479,8 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
         # (TIME_WAIT connections, abstract unix names) die with it; in the slot's namespaces they would outlive
         # it, keep their memory and reach the next candidate (attack l02: a message in /proc/net/tcp)
         _unshare(CLONE_NEWIPC | CLONE_NEWNET)
+        if own_pids:  # pid 1 of a pid namespace of its own (`PidNamespaces`): a /proc that shows it so
+            own_proc()
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
