@@ -200,6 +200,54 @@ def test_every_candidate_is_pid_1_of_its_own_namespace_and_sees_no_other_process
         assert "shared pid namespace" not in r.versions["sandbox"]
 
 
+def test_a_folder_tree_deeper_than_path_max_and_the_recursion_limit_is_removed(tmp_path):
+    """A candidate can nest folders past Python's recursion limit and PATH_MAX, each step relative to the
+    last; the fork server's clean-up must still remove them and must not raise (attack n09: a recursive
+    removal raised and the fork server died with the slot)."""
+    from drk.gym.sandbox.zygote import remove_trees
+
+    top = tmp_path / "cand"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(3000):  # 3000 x "dd/" is past PATH_MAX (4096)
+        os.mkdir("dd", dir_fd=fd)
+        nfd = os.open("dd", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    os.close(os.open("leaf", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+    os.close(fd)
+    (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "keep", tmp_path / "link")
+    (tmp_path / "keep").write_text("kept: links are removed, never followed")
+    remove_trees([str(top), str(tmp_path / "file"), str(tmp_path / "link"), str(tmp_path / "absent")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
+
+
+def test_a_fork_server_whose_channel_failed_is_gone_even_while_its_process_lingers(tmp_path):
+    """A fork server that stopped answering (its channel broken) while its process, or the sandbox around
+    it, is still there must count as gone, so the next spawn starts a new one instead of failing every later
+    candidate of the slot on the dead channel (attack n09: six in a row, never restarted)."""
+    import socket
+
+    from drk.gym.judge.forkserver import ForkServer, ForkServerGone
+
+    fs = ForkServer.__new__(ForkServer)  # only its channel: no sandbox needed for what is tested
+    fs.lock = threading.Lock()
+    fs.proc = subprocess.Popen(["sleep", "60"])
+    fs.sock, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fs.broken = False
+    try:
+        assert fs.alive()
+        far.close()
+        with pytest.raises(ForkServerGone):
+            fs._call({"op": "usage", "id": "x"})
+        assert fs.proc.poll() is None and not fs.alive()
+    finally:
+        fs.proc.kill()
+        fs.proc.wait()
+        fs.sock.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid pairs are claimed only when the evaluator runs as root")
 def test_uid_pairs_are_exclusive_while_held_and_come_back_when_released():
     from drk.gym.sandbox.isolation import claim_uid_pair

@@ -51,6 +51,9 @@ from drk.tasks.scaling import ScalingError, fit_budget, scale_source
 
 CPU_INPUT_BUDGET_MB = 2.0
 CPU_ADDRESS_SPACE_GB = 24.0   # CPU path only: CUDA reserves huge virtual ranges
+# A candidate's own work folder and /dev/shm (root mode: tmpfs of its own, `zygote.own_tmp`): memory the host
+# gives it outside its resident size, so bounded; enough for Triton's cache and torch.compile's files
+CANDIDATE_TMP_MB, CANDIDATE_SHM_MB = 1024, 256
 RUNNER_START_TIMEOUT_S = 300.0
 MAX_FRAME_BYTES = 64 * 2**30  # one output; the judge checks sizes against the reference before decoding
 # every frame of one reply together: replies carry frames only for the inputs a forward is asked to send back
@@ -200,7 +203,7 @@ class Judge:
             harness.warm_triton(self.device, slot_dir, cache_dir=base_cache)
             os.environ["TRITON_CACHE_DIR"] = os.path.join(slot_dir, "triton-judge")
         overrides = {} if self.cuda else {"TRITON_INTERPRET": "1"}
-        self.limits = {"file_mb": 512, "nproc": 4096,
+        self.limits = {"file_mb": 512, "nproc": 4096, "tmp_mb": CANDIDATE_TMP_MB, "shm_mb": CANDIDATE_SHM_MB,
                        "address_space_gb": None if self.cuda else CPU_ADDRESS_SPACE_GB}
         self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
                                exec_guard=isolation.exec_guard_wanted(device))

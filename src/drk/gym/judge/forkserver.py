@@ -53,6 +53,7 @@ class ForkServer:
         self.ids = itertools.count()
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
+        self.broken = False  # its channel failed: whatever the process still does, it serves no one
         self.tmp_root = "/tmp"
         if not iso.sandboxed:  # no sandbox: children work in a folder of the slot's, never the host's /tmp
             self.tmp_root = tempfile.mkdtemp(prefix="cands-", dir=slot_dir)
@@ -72,7 +73,7 @@ class ForkServer:
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         b.close()
-        self.sock = a
+        self.sock, self.broken = a, False
         try:
             hello = self._recv(START_TIMEOUT_S)
         except ForkServerGone:
@@ -84,7 +85,10 @@ class ForkServer:
         self.pid_namespace_gap = str(hello.get("pid_namespace", "not reported"))[:200]
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """Running and still answering. A fork server whose channel failed counts as gone even while its
+        process (or the sandbox around it) lingers, so the next spawn starts a new one instead of failing
+        on the dead channel for every later candidate (attack n09)."""
+        return self.proc is not None and self.proc.poll() is None and not self.broken
 
     def stop(self) -> None:
         if self.sock is not None:
@@ -112,6 +116,7 @@ class ForkServer:
         try:
             msg, _ = zygote.recv(self.sock)
         except (socket.timeout, EOFError, OSError, ValueError) as e:
+            self.broken = True
             raise ForkServerGone(f"fork server: {type(e).__name__}") from None
         return msg
 
@@ -122,6 +127,7 @@ class ForkServer:
             try:
                 zygote.send(self.sock, msg, fds)
             except OSError as e:
+                self.broken = True
                 raise ForkServerGone(f"fork server: {e}") from None
             return self._recv(CALL_TIMEOUT_S)
 

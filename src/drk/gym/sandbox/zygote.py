@@ -41,6 +41,9 @@ CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID = 0x08000000, 0x40000000, 
 MS_NODEV, MS_RDONLY, MS_REC, MS_PRIVATE = 4, 1, 16384, 1 << 18
 # what bubblewrap covers read-only in the /proc it mounts; a candidate's own /proc covers them the same way
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+# a candidate's own tmpfs (`own_tmp`): inodes enough for Triton's and torch's caches, bounded so that
+# millions of empty files (which cost no size) cannot pile up
+TMP_INODES, SHM_INODES = 1 << 16, 1 << 12
 MAX_PACKET = 65536
 KILL_WAIT_S = 20.0  # how long a kill sweep waits for killed processes to be gone
 
@@ -69,13 +72,13 @@ def _setns(fd: int, flags: int) -> None:
         raise OSError(ctypes.get_errno(), f"setns({flags:#x}) failed")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     enc = (lambda x: None if x is None else x.encode())
-    if libc.mount(enc(source), enc(target), enc(fstype), flags, None) != 0:
+    if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
         raise OSError(ctypes.get_errno(), f"mount {target} failed")
 
 
@@ -91,6 +94,22 @@ def own_proc() -> None:
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
             _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def own_tmp(workdir: str, tmp_mb: int, shm_mb: int, noexec: bool) -> None:
+    """In a candidate's own mount namespace (`own_proc`): a fresh tmpfs of its own as its work folder and as
+    /dev/shm, each with a size and an inode bound, and the slot's /tmp read-only. The slot's tmpfs outlived
+    every candidate: its inode counter carried a byte to the next one (attack n01), and its size was half the
+    host's memory, outside every per-process limit (attack n05: 3 GiB written at 255 MB resident). A tmpfs
+    that only the candidate's namespace mounts is freed with it, whatever it holds, with nothing to clean
+    (attack n09: a tree too deep to remove). `noexec` where the slot's writable folders are (the exec guard)."""
+    flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
+    os.makedirs(workdir, mode=0o700)
+    _mount("tmpfs", workdir, "tmpfs", flags, f"size={int(tmp_mb)}m,nr_inodes={TMP_INODES},mode=0700")
+    _mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={int(shm_mb)}m,nr_inodes={SHM_INODES},mode=1777")
+    have = os.statvfs("/tmp").f_flag
+    keep = sum(ms for st, ms in _ST_TO_MS.items() if have & st)
+    _mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
 
 
 class PidNamespaces:
@@ -230,6 +249,34 @@ def guard_exec() -> str:
     return f"still executable: {', '.join(left)[:200]}" if left else ""
 
 
+def remove_trees(paths: list[str]) -> None:
+    """Remove each path (a file, a link or a folder with everything beneath it), never following links and
+    never recursing in Python: a candidate can nest folders deeper than Python's recursion limit and than
+    PATH_MAX (attack n09: 1100 levels made shutil.rmtree raise and took the fork server down). One GNU rm
+    walks any depth; without it, shutil with the failure swallowed. Errors leave files behind, never raise."""
+    paths = [p for p in paths if os.path.lexists(p)]
+    if not paths:
+        return
+    import subprocess
+
+    rm = shutil.which("rm")
+    if rm:
+        try:
+            subprocess.run([rm, "-rf", "--one-file-system", "--", *paths], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
+            return
+        except (OSError, subprocess.SubprocessError):
+            pass
+    for path in paths:
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except (OSError, RecursionError):
+            pass
+
+
 def _pgid(pid: int) -> int:
     try:
         return os.getpgid(pid)
@@ -359,10 +406,12 @@ class Zygote:
         return {"op": "kill", "ok": not left, "left": len(left)}
 
     def _wipe(self, child: dict) -> None:
-        """Remove the candidate's files: its work directory and anything else it left in /tmp or /dev/shm."""
+        """Remove the candidate's files: its work directory and anything else it left in /tmp or /dev/shm.
+        Never fatal: a fork server that dies here takes the slot with it (attack n09)."""
         if self.mode == "none":  # the host's own /tmp: only the work directory is ours to remove
-            shutil.rmtree(child["workdir"], ignore_errors=True)
+            remove_trees([child["workdir"]])
             return
+        doomed = []
         for top in ("/tmp", "/dev/shm"):
             try:
                 names = os.listdir(top)
@@ -375,13 +424,8 @@ class Zygote:
                 except OSError:
                     continue
                 if path == child["workdir"] or self.mode != "root" or owner == child["uid"]:
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        try:
-                            os.unlink(path)
-                        except OSError:
-                            pass
+                    doomed.append(path)
+        remove_trees(doomed)
 
     def usage(self, cid: str) -> dict:
         """CPU time the candidate got (every thread of its process and, in `root` mode, of every process of
@@ -449,7 +493,12 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
                 os.close(fd)
             except OSError:
                 pass
-    os.makedirs(workdir, mode=0o700)
+    lim = msg.get("limits") or {}
+    if mode == "root" and own_pids:  # pid 1 of a pid namespace of its own (`PidNamespaces`): a /proc that
+        own_proc()                   # shows it so, and files of its own that die with it
+        own_tmp(workdir, int(lim.get("tmp_mb", 1024)), int(lim.get("shm_mb", 256)), guarded)
+    else:
+        os.makedirs(workdir, mode=0o700)
     cache = os.path.join(workdir, "triton-cache")
     if base_cache and os.path.isdir(base_cache):
         shutil.copytree(base_cache, cache)
@@ -466,7 +515,6 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     import tempfile
 
     tempfile.tempdir = workdir  # the fork server's imports may have cached its own temp folder
-    lim = msg.get("limits") or {}
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim.get("file_mb", 512)) << 20,) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
@@ -479,8 +527,6 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
         # (TIME_WAIT connections, abstract unix names) die with it; in the slot's namespaces they would outlive
         # it, keep their memory and reach the next candidate (attack l02: a message in /proc/net/tcp)
         _unshare(CLONE_NEWIPC | CLONE_NEWNET)
-        if own_pids:  # pid 1 of a pid namespace of its own (`PidNamespaces`): a /proc that shows it so
-            own_proc()
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
