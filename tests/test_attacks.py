@@ -36,6 +36,7 @@ MAX_RESULT_BYTES = 1 << 20      # the whole result as JSON
 MAX_ERROR_CHARS = 64 << 10      # the error text shown to a model
 MAX_FIELD_CHARS = 4096          # any other string in the result (kernel names, shapes, versions)
 SURVIVOR_GRACE_S = 6.0          # survivors sleep ~4 s before writing their marker
+FOLLOWER_INPUT_SEED = 42
 HOST_SECRET_FILE = ROOT / "drk-redteam-host-secret.txt"  # a world-readable host file outside the masked dirs
 
 
@@ -82,8 +83,11 @@ def eval_request(path: Path, h: dict | None = None, label: str | None = None, fo
         else:
             src = ROOT / h["then"]
             task = ROOT / "data" / "queries" / src.name
+        # the same inputs in both of its evaluations (input_seed): its results are compared for equality
         return EvalRequest(task_from_file(task), src.read_text(),
-                           EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120), solution=label or src.name)
+                           EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120,
+                                       input_seed=FOLLOWER_INPUT_SEED),
+                           solution=label or src.name)
     h = HEADERS[path.name]
     return EvalRequest(task_from_file(ROOT / h["task"]), path.read_text(),
                        EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=h["timeout"]),

@@ -57,9 +57,13 @@ class EvalOptions:
     """How to evaluate. Every field is part of the protocol and is recorded with the result."""
 
     device: str = "auto"           # "cpu" (Triton interpreter, scaled shapes), "cuda", "cuda:N", "auto"
-    trials: int = 5                # correctness trials, each with fresh seeded inputs
+    trials: int = 5                # correctness trials, each with fresh inputs (input_seed)
     tolerance: float = 1e-2        # atol = rtol for float32/float64 (the paper's protocol: 1e-2)
-    seed: int = 42                 # base seed: trial k uses seed + k; Model and ModelNew built from `seed`
+    seed: int = 42                 # Model's and ModelNew's weights (and the task's init inputs) come from it
+    input_seed: int | None = None  # trial k's inputs from input_seed + k, probes after them. None: drawn
+    #                                    afresh for every evaluation (recorded as protocol.input_seed), so no
+    #                                    input can be recognised from an earlier episode (attack n04); a
+    #                                    number replays an evaluation's inputs exactly
     timeout_s: float = 300.0       # wall budget for one evaluation (load + compile + checks + timing)
     timing: bool = True            # measure runtime on GPU (always off on CPU)
     warmup: int = 5                # untimed calls before timing

@@ -168,6 +168,11 @@ class TrialChecks:
                  deadline: float) -> None:
         self.j, self.req, self.task, self.res, self.deadline = judge, req, task, res, deadline
         self.opts = req.options
+        # Every input of this evaluation (trials, probes, the cache probe) comes from one seed drawn here unless
+        # the request fixes it: inputs that repeat across evaluations are recognised by memory once an error
+        # text showed them (attack n04: three probe fingerprints memorised, a wrong kernel `ok`)
+        self.input_seed = self.opts.input_seed if self.opts.input_seed is not None else _rng.randrange(1 << 31)
+        res.protocol["input_seed"] = self.input_seed
         self.device = judge.device
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
@@ -302,7 +307,7 @@ class TrialChecks:
                         return False
                     continue
                 train, grad = MODES[k % 4] if what == "trial" else MODES[0]
-                seed = opts.seed + k
+                seed = self.input_seed + k
                 inputs = self._probe_inputs(what, harness.make_inputs(task.module, seed, self.device), seed)
                 if inputs is None:  # nothing for this probe to change
                     continue
@@ -486,7 +491,8 @@ class TrialChecks:
     def _widened(inputs: list, seed: int) -> list:
         """The task's inputs with a few elements planted far outside what get_inputs() draws: negative and
         above-one values where it draws in [0, 1], else 4-8 standard deviations from the mean, either side.
-        One to eight elements per input, so the input's statistics stay those of a trial (a candidate that
+        Two to eight elements per input (one in a one-element input), among them the far ends of that range
+        on both sides, so the input's statistics stay those of a trial (a candidate that
         switches to a careful path when its inputs look unusual cannot see the probe coming), and each
         planted value lands in some row, so a kernel that assumes non-negative inputs, a bounded range or a
         constant answer is wrong there. The probe is skipped where the reference is not finite on them
@@ -498,13 +504,19 @@ class TrialChecks:
                 w = t.detach().clone().contiguous()
                 flat = w.view(-1)
                 n = flat.numel()
-                k = min(8, 1 + n // 65536)
+                k = min(n, 8, 2 + n // 65536)
                 # k distinct indices drawn in O(k), never a permutation of all n (billions at full KernelBench shapes)
                 idx = torch.unique(torch.randint(n, (4 * k,), generator=g))
                 idx = idx[torch.randperm(idx.numel(), generator=g)[:k]]
                 k = idx.numel()
                 u = torch.rand(k, generator=g, dtype=torch.float64)
                 sign = torch.where(torch.rand(k, generator=g) < 0.5, -1.0, 1.0).double()
+                # the range's far ends, both sides, in every probe: with the inputs drawn afresh per evaluation,
+                # random values alone would reach a kernel wrong only past some threshold inside the range in
+                # some evaluations and not others (attack j01b: wrong past 6 std, caught one time in two)
+                u[:2] = 1.0
+                if k >= 2:
+                    sign[0], sign[1] = -1.0, 1.0
                 lo, hi = float(t.min()), float(t.max())
                 if lo >= 0.0 and hi <= 1.0:
                     vals = torch.where(sign < 0, -(0.5 + 2.5 * u), 1.5 + 2.5 * u)
@@ -534,7 +546,7 @@ class TrialChecks:
         else:
             self.constants = compare.constant_guess(refs)
         saved = {k: v.clone() for k, v in task.model.named_buffers()}
-        again, inputs = self.reference(inputs, self.opts.seed, train=True, grad=True)
+        again, inputs = self.reference(inputs, self.input_seed, train=True, grad=True)
         with torch.no_grad():
             for k, v in task.model.named_buffers():
                 v.copy_(saved[k])
@@ -542,7 +554,7 @@ class TrialChecks:
             res.flags.append(T.NONDETERMINISTIC_REFERENCE)
         # Does the reference depend on train/eval mode (BatchNorm, Dropout)? If not, an eval-mode mismatch is
         # as wrong as a train-mode one (a kernel right only while self.training is not right).
-        evald, inputs = self.reference(inputs, self.opts.seed, train=False, grad=True)
+        evald, inputs = self.reference(inputs, self.input_seed, train=False, grad=True)
         with torch.no_grad():
             for k, v in task.model.named_buffers():
                 v.copy_(saved[k])
@@ -587,7 +599,7 @@ class TrialChecks:
         right, the Triton kernels do not compute the result (a token launch beside torch code). False when
         that is so."""
         opts, task = self.opts, self.task
-        seed = opts.seed + max(1, opts.trials) + 1
+        seed = self.input_seed + max(1, opts.trials) + 1
         refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
                                               grad=False)
         reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
@@ -828,7 +840,7 @@ class TrialChecks:
         if "timing" not in self.kept:
             return
         task, opts = self.task, self.opts
-        seed = opts.seed + CACHE_PROBE_SEED
+        seed = self.input_seed + CACHE_PROBE_SEED
         refs, fresh = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
                                         grad=False)
         reply, outs, _ = self.run_candidate(fresh, refs, train=True, grad=False, key="timing", refresh=fresh)
