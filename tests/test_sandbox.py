@@ -548,6 +548,28 @@ try:
 except PermissionError:
     out["sched_idle"] = "refused"
 t = threading.Thread(target=lambda: out.__setitem__("thread", "allowed")); t.start(); t.join()
+import socket
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as so:  # host-wide counters (attack n02)
+    for name, opt in (("so_cookie", 57), ("so_netns_cookie", 71)):
+        try:
+            so.getsockopt(socket.SOL_SOCKET, opt, 8); out[name] = "allowed"
+        except OSError as e:
+            out[name] = "refused" if e.errno == 1 else ("absent" if e.errno in (22, 92) else "error %d" % e.errno)
+    out["so_type"] = "allowed" if so.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM else "wrong"
+for name, proto in (("netlink_sock_diag", 4), ("netlink_route", 0)):
+    try:
+        socket.socket(16, socket.SOCK_RAW, proto).close(); out[name] = "allowed"
+    except OSError as e:
+        out[name] = "refused" if e.errno == 1 else "error %d" % e.errno
+libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+lockme = libc.mmap(None, 4096, R | W, PRIV | ANON, -1, 0)
+out["mlock"] = "allowed" if libc.mlock(lockme, 4096) == 0 else (
+    "refused" if ctypes.get_errno() == 1 else "error %d" % ctypes.get_errno())
+libc.munlock(ctypes.c_void_p(lockme), 4096)
+out["mlockall"] = "allowed" if libc.mlockall(1) == 0 else (
+    "refused" if ctypes.get_errno() == 1 else "error %d" % ctypes.get_errno())
+libc.munlockall()
+out["map_locked"] = mm(R | W, PRIV | ANON | 0x2000)
 import tempfile
 with tempfile.TemporaryFile() as f:  # KEEP_SIZE would reserve blocks past RLIMIT_FSIZE (attack m14)
     libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
@@ -574,9 +596,10 @@ print(out)
         runs[mode] = eval(r.stdout.strip().splitlines()[-1])
     refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
                           "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace",
-                          "userfaultfd", "nice", "sched_idle", "fallocate_keep_size"}
+                          "userfaultfd", "nice", "sched_idle", "fallocate_keep_size", "so_cookie", "so_netns_cookie",
+                          "netlink_sock_diag", "mlock", "mlockall", "map_locked"}
     always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd", "nice",
-                      "sched_idle", "fallocate_keep_size"}
+                      "sched_idle", "fallocate_keep_size", "so_cookie", "so_netns_cookie", "netlink_sock_diag"}
     for mode, out in runs.items():
         refused = refused_with_guard if mode == "guard" else always_refused
         for name, seen in out.items():

@@ -33,6 +33,12 @@ without privilege), a classic-BPF filter that answers EPERM to:
   without CLONE_THREAD, so no work can move into a process the evaluation does not watch and no other program
   runs. On CPU nothing legitimate starts one (Triton's interpreter compiles nothing); on CUDA Triton runs
   ptxas per kernel, through a helper process made before the filter (`drk.gym.sandbox.ptxas`);
+- socket cookies (`getsockopt` SO_COOKIE, SO_NETNS_COOKIE) and netlink's socket-diagnostics family, whose
+  dumps carry them: cookies come from one counter for the whole host, which a candidate moves by asking
+  for them and the next reads back (attack n02);
+- with the exec guard also `mlock`, `mlock2`, `mlockall` and `mmap` with MAP_LOCKED: the host-wide count of
+  pages ever locked carried a message to the next candidate (attack n06); nothing a candidate runs needs
+  locked memory on CPU, and CUDA slots, which may (pinned host memory), keep them with the guard off;
 - `fallocate`, answered "not supported" (posix_fallocate then writes the blocks, which RLIMIT_FSIZE
   bounds): with FALLOC_FL_KEEP_SIZE it reserves disk blocks without growing the file, past the file-size
   limit, so a candidate could fill the host's disk through its own log file (attack m14);
@@ -68,7 +74,9 @@ CLONE_THREAD = 0x00010000
 CLONE_NEW_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 X32_SYSCALL_BIT = 0x40000000
 PROT_WRITE, PROT_EXEC = 0x2, 0x4
-MAP_ANONYMOUS = 0x20     # the same on x86_64 and aarch64
+MAP_ANONYMOUS, MAP_LOCKED = 0x20, 0x2000  # the same on x86_64 and aarch64
+SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE = 1, 57, 71
+AF_NETLINK, NETLINK_SOCK_DIAG = 16, 4
 SHM_EXEC = 0o100000
 PERSONALITY_QUERY = 0xFFFFFFFF
 
@@ -78,6 +86,7 @@ _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, 
 ARCHES = {
     "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319, "mmap": 9,
                "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135, "fallocate": 285,
+               "getsockopt": 55, "socket": 41, "lock": {"mlock": 149, "mlockall": 151, "mlock2": 325},
                "spawn": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
                         "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101,
@@ -86,6 +95,7 @@ ARCHES = {
                         "process_vm_readv": 310, "process_vm_writev": 311, **_COMMON}},
     "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279, "mmap": 222,
                 "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92, "fallocate": 47,
+                "getsockopt": 209, "socket": 198, "lock": {"mlock": 228, "mlockall": 230, "mlock2": 284},
                 "spawn": {"execve": 221, "execveat": 281},
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
                          "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117, "userfaultfd": 282,
@@ -110,6 +120,8 @@ def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> 
     if exec_guard:
         body += [("jeq", a["memfd_create"], "deny", None), ("jeq", a["mmap"], "mmap", None),
                  ("jeq", a["mprotect"], "mprotect", None), ("jeq", a["pkey_mprotect"], "mprotect", None)]
+        body += [("jeq", nr, "deny", None) for nr in sorted(a["lock"].values())]
+    body += [("jeq", a["getsockopt"], "getsockopt", None), ("jeq", a["socket"], "socket", None)]
     body += [("jeq", a["shmat"], "shmat", None), ("jeq", a["personality"], "personality", None),
              ("jeq", a["clone3"], "enosys", None), ("jeq", a["fallocate"], "eopnotsupp", None),
              ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
@@ -117,10 +129,15 @@ def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> 
              ("jset", CLONE_NEW_FLAGS, "deny", "allow" if not no_processes else None)]
     if no_processes:  # a thread shares the process (CLONE_THREAD); anything else is a new process
         body += [("jset", CLONE_THREAD, "allow", "deny")]
+    body += [("label", "getsockopt"), ("ld", _OFF_ARG1_LOW), ("jeq", SOL_SOCKET, None, "allow"),
+             ("ld", _OFF_ARG2_LOW), ("jeq", SO_COOKIE, "deny", None), ("jeq", SO_NETNS_COOKIE, "deny", "allow"),
+             ("label", "socket"), ("ld", _OFF_ARG0_LOW), ("jeq", AF_NETLINK, None, "allow"),
+             ("ld", _OFF_ARG2_LOW), ("jeq", NETLINK_SOCK_DIAG, "deny", "allow")]
     body += [("label", "shmat"), ("ld", _OFF_ARG2_LOW), ("jset", SHM_EXEC, "deny", "allow"),
              ("label", "personality"), ("ld", _OFF_ARG0_LOW), ("jeq", PERSONALITY_QUERY, "allow", "deny")]
     if exec_guard:
-        body += [("label", "mmap"), ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, None, "allow"),
+        body += [("label", "mmap"), ("ld", _OFF_ARG3_LOW), ("jset", MAP_LOCKED, "deny", None),
+                 ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, None, "allow"),
                  ("jset", PROT_WRITE, "deny", None), ("ld", _OFF_ARG3_LOW), ("jset", MAP_ANONYMOUS, "deny", "allow"),
                  ("label", "mprotect"), ("ld", _OFF_ARG2_LOW), ("jset", PROT_EXEC, "deny", "allow")]
     body += [("label", "allow"), ("ret", RET_ALLOW), ("label", "deny"), ("ret", RET_ERRNO | errno.EPERM),

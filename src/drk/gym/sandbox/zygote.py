@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import glob
 import json
 import os
 import shutil
@@ -41,6 +42,11 @@ CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID = 0x08000000, 0x40000000, 
 MS_NODEV, MS_RDONLY, MS_REC, MS_PRIVATE = 4, 1, 16384, 1 << 18
 # what bubblewrap covers read-only in the /proc it mounts; a candidate's own /proc covers them the same way
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+# host-wide running counters a candidate can move and the next one read (`freeze_counters`); others stay
+# (docs/ARCHITECTURE.md, "what the sandbox does not separate")
+FROZEN_COUNTERS = ("/proc/stat", "/proc/vmstat", "/proc/interrupts", "/proc/softirqs", "/proc/schedstat",
+                   "/proc/diskstats", "/proc/loadavg", "/proc/pressure/*", "/sys/devices/system/node/node*/vmstat",
+                   "/sys/devices/system/node/node*/numastat")
 # a candidate's own tmpfs (`own_tmp`): inodes enough for Triton's and torch's caches, bounded so that
 # millions of empty files (which cost no size) cannot pile up
 TMP_INODES, SHM_INODES = 1 << 16, 1 << 12
@@ -82,18 +88,50 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
         raise OSError(ctypes.get_errno(), f"mount {target} failed")
 
 
+def freeze_counters(folder: str) -> dict[str, str]:
+    """Copies, made once by the fork server, of the files that show host-wide running counters
+    (`FROZEN_COUNTERS`): {the file: its copy}. A candidate can move such a counter by a chosen amount (threads
+    started, pages locked, interrupts caused) and the next one read it back: a channel between candidates
+    that no namespace separates (attacks n03, n06). Each candidate sees the copies in their place
+    (`own_proc`): the same numbers for every candidate of the slot, in the format readers expect."""
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    out = {}
+    targets = [t for pattern in FROZEN_COUNTERS for t in sorted(glob.glob(pattern))]
+    for i, target in enumerate(targets):
+        try:
+            with open(target, "rb") as f:
+                data = f.read(1 << 20)
+        except OSError:
+            continue
+        copy = os.path.join(folder, f"{i}-{os.path.basename(target)}")
+        with open(copy, "wb") as f:
+            f.write(data)
+        os.chmod(copy, 0o444)
+        out[target] = copy
+    return out
+
+
+_FROZEN: dict[str, str] = {}  # set once in the fork server (`freeze_counters`), before any candidate exists
+
+
 def own_proc() -> None:
     """In a process that is pid 1 of a pid namespace of its own: a mount namespace of its own with a /proc of
-    that pid namespace (noexec, nosuid, nodev; bubblewrap's read-only covers repeated). Without it /proc/self
-    would still name the process by its pid in the slot's namespace."""
+    that pid namespace (noexec, nosuid, nodev; bubblewrap's read-only covers repeated), and the fork server's
+    frozen copies over the host-wide counters (`freeze_counters`). Without it /proc/self would still name the
+    process by its pid in the slot's namespace."""
     _unshare(CLONE_NEWNS)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    ro = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
     for name in PROC_COVERED:
         path = "/proc/" + name
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
-            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            _mount(None, path, None, ro)
+    for target, copy in _FROZEN.items():
+        if os.path.exists(target):
+            _mount(copy, target, None, MS_BIND)
+            _mount(None, target, None, ro)
 
 
 def own_tmp(workdir: str, tmp_mb: int, shm_mb: int, noexec: bool) -> None:
@@ -291,6 +329,8 @@ class Zygote:
         self.seccomp = a.seccomp == "1"
         # before anything else: every candidate forked later inherits the remounted view
         mounts = guard_exec() if a.exec_guard == "1" else "not asked for"
+        if self.mode == "root":  # before the pid namespace probe, whose child mounts the copies already
+            _FROZEN.update(freeze_counters(os.path.join(a.tmp_root, ".drk-frozen")))
         self.pid_ns = PidNamespaces(self.mode)
         self.guarded = not mounts
         no_landlock = landlock.available()
