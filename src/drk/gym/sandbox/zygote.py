@@ -43,7 +43,7 @@ MS_NODEV, MS_RDONLY, MS_REC, MS_PRIVATE = 4, 1, 16384, 1 << 18
 # what bubblewrap covers read-only in the /proc it mounts; a candidate's own /proc covers them the same way
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 # host-wide running counters a candidate can move and the next one read (`freeze_counters`); others stay
-# (docs/ARCHITECTURE.md, "what the sandbox does not separate")
+# (docs/ARCHITECTURE.md, "What the sandbox does not separate")
 FROZEN_COUNTERS = ("/proc/stat", "/proc/vmstat", "/proc/interrupts", "/proc/softirqs", "/proc/schedstat",
                    "/proc/diskstats", "/proc/loadavg", "/proc/pressure/*", "/sys/devices/system/node/node*/vmstat",
                    "/sys/devices/system/node/node*/numastat")
