@@ -329,8 +329,9 @@ class Zygote:
         self.seccomp = a.seccomp == "1"
         # before anything else: every candidate forked later inherits the remounted view
         mounts = guard_exec() if a.exec_guard == "1" else "not asked for"
-        if self.mode == "root":  # before the pid namespace probe, whose child mounts the copies already
-            _FROZEN.update(freeze_counters(os.path.join(a.tmp_root, ".drk-frozen")))
+        if self.mode == "root":  # before the pid namespace probe, whose child mounts the copies already; named
+            # like the evaluator's other folders (drk-gym-*), root's and read-only to every candidate
+            _FROZEN.update(freeze_counters(os.path.join(a.tmp_root, "drk-gym-frozen")))
         self.pid_ns = PidNamespaces(self.mode)
         self.guarded = not mounts
         no_landlock = landlock.available()
