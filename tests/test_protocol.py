@@ -64,5 +64,6 @@ def test_the_probes_cost_no_more_than_a_few_passes_over_the_inputs():
     passes = best(lambda: (x.clone(), x.min(), x.max(), torch.std_mean(x)))
     assert best(lambda: TrialChecks._widened([x], 7)) < 4 * passes
     assert best(lambda: TrialChecks._offset([x])) < 4 * passes
+    assert best(lambda: TrialChecks._offset([x], 7)) < 4 * passes
     wide = TrialChecks._widened([x], 7)[0]
     assert 1 <= int((wide != x).sum()) <= 8  # still a few planted elements, as before

@@ -287,14 +287,14 @@ class TrialChecks:
 
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
-        """The correctness trials, with the wide-input probe, the offset probe and the ablation probe placed
-        among them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls
+        """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
+        item), the near probe and the ablation probe placed among them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls
         cannot tell which call is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
         plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
-                                                       ("near", n + 3)]
+                                                       ("near", n + 3), ("offset_items", n + 4)]
         _rng.shuffle(plan)
         plan = [("trial", 0)] + plan
         timing_k = [k for what, k in plan if what == "trial"][-1]  # the last trial's set is kept for timing
@@ -352,12 +352,15 @@ class TrialChecks:
                             "function for every valid input")
                         res.flags.append(T.WIDE_INPUTS_FAILED)
                         return False
-                    if what in ("offset", "near"):
+                    if what in ("offset", "offset_items", "near"):
                         if self._as_accurate_as_reference(inputs, outs, refs):
                             continue
-                        shifted = ("shifted by a large constant (values far from zero with the same spread)"
-                                   if what == "offset" else "with some items moved to a nearby mean and their spread "
-                                   "shrunk three hundred- to a thousandfold")
+                        shifted = {"offset": "shifted by a large constant (values far from zero with the same "
+                                             "spread)",
+                                   "offset_items": "with each item shifted by a large offset of its own (values far "
+                                                   "from zero with the same spread)",
+                                   "near": "with some items moved to a nearby mean and their spread shrunk three "
+                                           "hundred- to a thousandfold"}[what]
                         res.verdict, res.error = T.INCORRECT, (
                             f"wrong on inputs of the task's shapes {shifted}: {cmp.message}; the task's own float32 "
                             "computation stays accurate there (checked against float64), the kernel's does not "
@@ -410,23 +413,38 @@ class TrialChecks:
             return self._widened(inputs, seed)
         if what == "offset":
             return self._offset(inputs)
+        if what == "offset_items":
+            return self._offset(inputs, seed)
         if what == "near":
             return self._near(inputs, seed)
         return inputs
 
     @staticmethod
-    def _offset(inputs: list) -> list | None:
+    def _offset(inputs: list, seed: int | None = None) -> list | None:
         """The task's inputs shifted far from zero: every float32/float64 input x becomes x + 1000 * std(x),
         the same spread around a large mean. The reference's own algorithms (two-pass or Welford statistics,
         max-subtracted softmax) are accurate there; one-pass variance, unshifted exp and other cancellation-
         prone shortcuts are not, though they pass every input drawn near zero. Half-precision inputs are left
-        alone (a shift of 1000 std quantises them to a few values). None when no input is shifted."""
+        alone (a shift of 1000 std quantises them to a few values). None when no input is shifted.
+
+        With `seed` (the "offset_items" probe), every item along the first dimension (the whole tensor when it
+        has one item) gets an offset of its own instead, 500 to 1000 times std(x), either sign: with one offset
+        for all, a softmax that subtracts one global maximum instead of each row's passed (attack p05), and
+        "every row has the same large mean" told the probe from every other input (p06). The common offset
+        stays too, since a statistic taken across items (column standardisation, attack e03) needs it."""
+        g = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
         out, shifted = [], False
         for t in inputs:
             if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
                 spread = float(t.std())  # in the input's own precision: a float64 copy of GBs buys nothing here
                 if math.isfinite(spread) and spread > 0.0:
-                    out.append(t + 1000.0 * spread)
+                    if g is None:
+                        out.append(t + 1000.0 * spread)
+                    else:
+                        items = t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
+                        u = torch.rand(items.shape[0], 2, generator=g, dtype=torch.float64)
+                        shift = (500.0 + 500.0 * u[:, 0]) * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
+                        out.append((items + shift.to(t)[:, None]).reshape(t.shape))
                     shifted = True
                     continue
             out.append(t)
@@ -434,9 +452,10 @@ class TrialChecks:
 
     @staticmethod
     def _near(inputs: list, seed: int) -> list | None:
-        """A quarter of the items (along the first dimension; the whole tensor when it has one item) of every
-        float32/float64 input moved to a mean one to three standard deviations away, their spread around it
-        shrunk 300 to 1000 times; the other items stay as drawn. The input's values stay in a trial's range
+        """A share of the items (along the first dimension; the whole tensor when it has one item) of every
+        float32/float64 input, drawn between a quarter and all of them (a fixed share told the probe apart,
+        attack p06), moved to a mean one to three standard deviations away, their spread around it shrunk 300
+        to 1000 times; the other items stay as drawn. The input's values stay in a trial's range
         and its overall statistics close to a trial's, so a candidate that takes a careful path only when its
         inputs look shifted (attack m10 against the offset probe) cannot see this one coming, while one-pass
         statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. None when nothing moves."""
@@ -447,7 +466,8 @@ class TrialChecks:
                 spread = float(t.std())
                 if math.isfinite(spread) and spread > 0.0:
                     items = t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
-                    pick = torch.randperm(items.shape[0], generator=g)[:max(1, items.shape[0] // 4)]
+                    share = 0.25 + 0.75 * float(torch.rand(1, generator=g))
+                    pick = torch.randperm(items.shape[0], generator=g)[:max(1, round(items.shape[0] * share))]
                     u = torch.rand(len(pick), 3, generator=g, dtype=torch.float64)
                     shift = (1.0 + 2.0 * u[:, 0]) * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
                     shrink = 10.0 ** (-2.5 - 0.5 * u[:, 2])
