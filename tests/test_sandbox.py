@@ -223,6 +223,32 @@ def test_a_folder_tree_deeper_than_path_max_and_the_recursion_limit_is_removed(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
 
 
+def test_a_project_folder_on_the_path_is_never_bound_whole_into_the_sandbox(tmp_path):
+    """The folder of the script that started drk, or one in PYTHONPATH, is on the workers' sys.path; binding it
+    whole showed its other files to every candidate (attack p01: a 0644 file beside the script came back in
+    an error text). Only what was imported from it is bound; installed packages stay whole."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "secret.env").write_text("API_KEY=x\n")
+    (project / "mylib.py").write_text("VALUE = 1\n")
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import mylib\n"
+            "from drk.gym.sandbox import isolation\n"
+            "print(json.dumps(isolation._needed_paths()))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(project)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+
+    paths = json.loads(r.stdout.strip().splitlines()[-1])
+    real = os.path.realpath(project)
+    assert os.path.join(real, "mylib.py") in paths
+    assert not any(p in (str(project), real) or p.endswith("secret.env") for p in paths), paths
+    assert os.path.realpath(ROOT / "src" / "drk") in paths and os.path.realpath(ROOT / "src") not in paths
+    import torch
+
+    assert any(os.path.realpath(torch.__file__).startswith(os.path.realpath(p) + os.sep) for p in paths)
+
+
 def test_a_fork_server_whose_channel_failed_is_gone_even_while_its_process_lingers(tmp_path):
     """A fork server that stopped answering (its channel broken) while its process, or the sandbox around
     it, is still there must count as gone, so the next spawn starts a new one instead of failing every later
@@ -561,6 +587,25 @@ for name, proto in (("netlink_sock_diag", 4), ("netlink_route", 0)):
         socket.socket(16, socket.SOCK_RAW, proto).close(); out[name] = "allowed"
     except OSError as e:
         out[name] = "refused" if e.errno == 1 else "error %d" % e.errno
+try:  # a pidfd's inode number is a host-wide counter (attack p07)
+    os.close(os.pidfd_open(os.getpid())); out["pidfd_open"] = "allowed"
+except OSError as e:
+    out["pidfd_open"] = "refused" if e.errno == 1 else "error %d" % e.errno
+import tempfile
+with tempfile.TemporaryFile() as f:  # page-cache state as a channel (attack p04)
+    f.write(b"x" * 8192); f.flush()
+    try:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED); out["fadvise_dontneed"] = "allowed"
+    except OSError as e:
+        out["fadvise_dontneed"] = "refused" if e.errno == 1 else "error %d" % e.errno
+    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL); out["fadvise_sequential"] = "allowed"
+    try:
+        os.preadv(f.fileno(), [bytearray(16)], 0, os.RWF_NOWAIT); out["preadv2_nowait"] = "allowed"
+    except BlockingIOError:
+        out["preadv2_nowait"] = "allowed"
+    except OSError as e:
+        out["preadv2_nowait"] = "refused" if e.errno == 1 else "error %d" % e.errno
+    out["pread"] = "allowed" if os.preadv(f.fileno(), [bytearray(16)], 0) == 16 else "wrong"
 libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 lockme = libc.mmap(None, 4096, R | W, PRIV | ANON, -1, 0)
 out["mlock"] = "allowed" if libc.mlock(lockme, 4096) == 0 else (
@@ -597,9 +642,11 @@ print(out)
     refused_with_guard = {"anon_rx", "anon_rwx", "file_rwx", "mprotect_rx", "pkey_mprotect_rx", "memfd_plain",
                           "memfd_sealed", "personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace",
                           "userfaultfd", "nice", "sched_idle", "fallocate_keep_size", "so_cookie", "so_netns_cookie",
-                          "netlink_sock_diag", "mlock", "mlockall", "map_locked"}
+                          "netlink_sock_diag", "mlock", "mlockall", "map_locked", "pidfd_open", "fadvise_dontneed",
+                          "preadv2_nowait"}
     always_refused = {"personality_rie", "shmat_exec", "keyctl", "add_key", "io_uring", "ptrace", "userfaultfd", "nice",
-                      "sched_idle", "fallocate_keep_size", "so_cookie", "so_netns_cookie", "netlink_sock_diag"}
+                      "sched_idle", "fallocate_keep_size", "so_cookie", "so_netns_cookie", "netlink_sock_diag",
+                      "pidfd_open", "fadvise_dontneed", "preadv2_nowait"}
     for mode, out in runs.items():
         refused = refused_with_guard if mode == "guard" else always_refused
         for name, seen in out.items():

@@ -109,13 +109,45 @@ def _needed_paths() -> list[str]:
 
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     paths.update(p for p in sysconfig.get_paths().values() if p and os.path.isdir(p))
-    paths.update(p for p in sys.path if p and os.path.isdir(p) and p != os.getcwd())
+    for p in sys.path:
+        if not p or not os.path.isdir(p) or p == os.getcwd():
+            continue
+        if _installed_packages_folder(p):
+            paths.add(p)
+        else:  # a project folder on the path: only what was imported from it, never its other files
+            paths.update(_imported_from(p))
     for var in ("CUDA_HOME", "CUDA_PATH", "TRITON_HOME", "LD_LIBRARY_PATH"):
         for p in (os.environ.get(var) or "").split(os.pathsep):
             if p and os.path.isdir(p):
                 paths.add(p)
     paths.update(_compiler_prefixes())
     return sorted({os.path.realpath(p) for p in paths} | paths)
+
+
+def _installed_packages_folder(path: str) -> bool:
+    """A folder of installed packages (site-packages, dist-packages, or inside the interpreter's prefixes), as
+    opposed to a project folder on `sys.path`: the folder of the script that started drk, or one named in
+    PYTHONPATH, whose other files (keys, .env, data) a candidate must not read (attack p01)."""
+    real = os.path.realpath(path)
+    if any(part in ("site-packages", "dist-packages") for part in real.split(os.sep)):
+        return True
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in {
+        os.path.realpath(x) for x in (sys.prefix, sys.base_prefix, sys.exec_prefix)} if r != os.sep)
+
+
+def _imported_from(folder: str) -> set[str]:
+    """The top-level packages and modules this process imported from `folder` (drk itself, from a checkout's
+    src/): what the judge and the fork server need of it."""
+    real = os.path.realpath(folder).rstrip(os.sep) + os.sep
+    out = set()
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str):
+            continue
+        rf = os.path.realpath(f)
+        if rf.startswith(real):
+            out.add(real + rf[len(real):].split(os.sep)[0])
+    return out
 
 
 def _compiler_prefixes() -> list[str]:
