@@ -7,7 +7,8 @@ privileged code to the candidate (the usual first step of a kernel exploit). So 
 in every candidate process before candidate code runs (after `no_new_privs`, which makes that allowed
 without privilege), a classic-BPF filter that answers EPERM to:
 
-- `unshare`, `setns`, and `clone` with any CLONE_NEW* flag (threads and plain forks stay allowed);
+- `unshare`, `setns`, and `clone` with any CLONE_NEW* flag or CLONE_PIDFD (threads and plain forks stay
+  allowed);
 - `clone3`, answered ENOSYS: its flags sit behind a pointer the filter cannot read, and the C library
   falls back to `clone`, which the filter can check;
 - `mount`, `umount2`, `pivot_root` and the new mount API (`open_tree`, `move_mount`, `fsopen`, `fsconfig`,
@@ -39,6 +40,14 @@ without privilege), a classic-BPF filter that answers EPERM to:
 - with the exec guard also `mlock`, `mlock2`, `mlockall` and `mmap` with MAP_LOCKED: the host-wide count of
   pages ever locked carried a message to the next candidate (attack n06); nothing a candidate runs needs
   locked memory on CPU, and CUDA slots, which may (pinned host memory), keep them with the guard off;
+- the page cache's state as a reading: `posix_fadvise` DONTNEED (drops a shared file's cached pages),
+  `preadv2` with RWF_NOWAIT (answers whether they are cached) and `cachestat`: with them a candidate wrote
+  bits into which of torch's read-only headers the host keeps cached, and the next read them (attack p04);
+  timing a read still tells a cached page from one on disk (docs/ARCHITECTURE.md, "What the sandbox does
+  not separate");
+- process descriptors (`pidfd_open`, `clone` with CLONE_PIDFD): since Linux 6.9 a pidfd's inode number
+  comes from one counter that every new thread on the host advances, so a candidate that starts threads
+  to a chosen count leaves a number the next one reads from its own pidfd (attack p07);
 - `fallocate`, answered "not supported" (posix_fallocate then writes the blocks, which RLIMIT_FSIZE
   bounds): with FALLOC_FL_KEEP_SIZE it reserves disk blocks without growing the file, past the file-size
   limit, so a candidate could fill the host's disk through its own log file (attack m14);
@@ -69,24 +78,28 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6] (little-endian hosts)
 _OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW, _OFF_ARG1_LOW, _OFF_ARG2_LOW, _OFF_ARG3_LOW = 0, 4, 16, 24, 32, 40
+_OFF_ARG5_LOW = 56
 
-CLONE_THREAD = 0x00010000
+CLONE_THREAD, CLONE_PIDFD = 0x00010000, 0x00001000
 CLONE_NEW_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 X32_SYSCALL_BIT = 0x40000000
 PROT_WRITE, PROT_EXEC = 0x2, 0x4
 MAP_ANONYMOUS, MAP_LOCKED = 0x20, 0x2000  # the same on x86_64 and aarch64
 SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE = 1, 57, 71
 AF_NETLINK, NETLINK_SOCK_DIAG = 16, 4
+POSIX_FADV_DONTNEED, RWF_NOWAIT = 4, 0x8
 SHM_EXEC = 0o100000
 PERSONALITY_QUERY = 0xFFFFFFFF
 
 # mount API and clone3 have the same numbers on every architecture (the unified table from 424 on)
 _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-           "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
+           "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+           "pidfd_open": 434, "cachestat": 451}
 ARCHES = {
     "x86_64": {"audit_arch": 0xC000003E, "clone": 56, "clone3": 435, "memfd_create": 319, "mmap": 9,
                "mprotect": 10, "pkey_mprotect": 329, "shmat": 30, "personality": 135, "fallocate": 285,
                "getsockopt": 55, "socket": 41, "lock": {"mlock": 149, "mlockall": 151, "mlock2": 325},
+               "fadvise64": 221, "preadv2": 327,
                "spawn": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322},
                "deny": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
                         "bpf": 321, "add_key": 248, "request_key": 249, "keyctl": 250, "ptrace": 101,
@@ -96,6 +109,7 @@ ARCHES = {
     "aarch64": {"audit_arch": 0xC00000B7, "clone": 220, "clone3": 435, "memfd_create": 279, "mmap": 222,
                 "mprotect": 226, "pkey_mprotect": 288, "shmat": 196, "personality": 92, "fallocate": 47,
                 "getsockopt": 209, "socket": 198, "lock": {"mlock": 228, "mlockall": 230, "mlock2": 284},
+                "fadvise64": 223, "preadv2": 286,
                 "spawn": {"execve": 221, "execveat": 281},
                 "deny": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "bpf": 280,
                          "add_key": 217, "request_key": 218, "keyctl": 219, "ptrace": 117, "userfaultfd": 282,
@@ -121,18 +135,21 @@ def program(arch: str, exec_guard: bool = False, no_processes: bool = False) -> 
         body += [("jeq", a["memfd_create"], "deny", None), ("jeq", a["mmap"], "mmap", None),
                  ("jeq", a["mprotect"], "mprotect", None), ("jeq", a["pkey_mprotect"], "mprotect", None)]
         body += [("jeq", nr, "deny", None) for nr in sorted(a["lock"].values())]
-    body += [("jeq", a["getsockopt"], "getsockopt", None), ("jeq", a["socket"], "socket", None)]
+    body += [("jeq", a["getsockopt"], "getsockopt", None), ("jeq", a["socket"], "socket", None),
+             ("jeq", a["fadvise64"], "fadvise", None), ("jeq", a["preadv2"], "preadv2", None)]
     body += [("jeq", a["shmat"], "shmat", None), ("jeq", a["personality"], "personality", None),
              ("jeq", a["clone3"], "enosys", None), ("jeq", a["fallocate"], "eopnotsupp", None),
              ("jeq", a["clone"], "clone", None), ("ret", RET_ALLOW),
              ("label", "clone"), ("ld", _OFF_ARG0_LOW),
-             ("jset", CLONE_NEW_FLAGS, "deny", "allow" if not no_processes else None)]
+             ("jset", CLONE_NEW_FLAGS | CLONE_PIDFD, "deny", "allow" if not no_processes else None)]
     if no_processes:  # a thread shares the process (CLONE_THREAD); anything else is a new process
         body += [("jset", CLONE_THREAD, "allow", "deny")]
     body += [("label", "getsockopt"), ("ld", _OFF_ARG1_LOW), ("jeq", SOL_SOCKET, None, "allow"),
              ("ld", _OFF_ARG2_LOW), ("jeq", SO_COOKIE, "deny", None), ("jeq", SO_NETNS_COOKIE, "deny", "allow"),
              ("label", "socket"), ("ld", _OFF_ARG0_LOW), ("jeq", AF_NETLINK, None, "allow"),
-             ("ld", _OFF_ARG2_LOW), ("jeq", NETLINK_SOCK_DIAG, "deny", "allow")]
+             ("ld", _OFF_ARG2_LOW), ("jeq", NETLINK_SOCK_DIAG, "deny", "allow"),
+             ("label", "fadvise"), ("ld", _OFF_ARG3_LOW), ("jeq", POSIX_FADV_DONTNEED, "deny", "allow"),
+             ("label", "preadv2"), ("ld", _OFF_ARG5_LOW), ("jset", RWF_NOWAIT, "deny", "allow")]
     body += [("label", "shmat"), ("ld", _OFF_ARG2_LOW), ("jset", SHM_EXEC, "deny", "allow"),
              ("label", "personality"), ("ld", _OFF_ARG0_LOW), ("jeq", PERSONALITY_QUERY, "allow", "deny")]
     if exec_guard:

@@ -45,8 +45,13 @@ PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 # host-wide running counters a candidate can move and the next one read (`freeze_counters`); others stay
 # (docs/ARCHITECTURE.md, "What the sandbox does not separate")
 FROZEN_COUNTERS = ("/proc/stat", "/proc/vmstat", "/proc/interrupts", "/proc/softirqs", "/proc/schedstat",
-                   "/proc/diskstats", "/proc/loadavg", "/proc/pressure/*", "/sys/devices/system/node/node*/vmstat",
-                   "/sys/devices/system/node/node*/numastat")
+                   "/proc/diskstats", "/proc/loadavg", "/proc/pressure/*", "/proc/zoneinfo", "/proc/buddyinfo",
+                   "/proc/pagetypeinfo", "/proc/uptime", "/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-state",
+                   "/sys/devices/system/node/node*/vmstat", "/sys/devices/system/node/node*/numastat")
+# folders of such counters, frozen whole (one mount instead of one per file), and folders hidden (an empty
+# read-only tmpfs): the cgroup tree shows the host's or the container's running CPU, memory and pressure totals
+FROZEN_TREES = ("/sys/kernel/mm/transparent_hugepage",)
+HIDDEN_TREES = ("/sys/fs/cgroup",)
 # a candidate's own tmpfs (`own_tmp`): inodes enough for Triton's and torch's caches, bounded so that
 # millions of empty files (which cost no size) cannot pile up
 TMP_INODES, SHM_INODES = 1 << 16, 1 << 12
@@ -96,18 +101,33 @@ def freeze_counters(folder: str) -> dict[str, str]:
     (`own_proc`): the same numbers for every candidate of the slot, in the format readers expect."""
     os.makedirs(folder, mode=0o755, exist_ok=True)
     out = {}
-    targets = [t for pattern in FROZEN_COUNTERS for t in sorted(glob.glob(pattern))]
-    for i, target in enumerate(targets):
+
+    def copy_file(target: str, copy: str) -> bool:
         try:
             with open(target, "rb") as f:
                 data = f.read(1 << 20)
         except OSError:
-            continue
-        copy = os.path.join(folder, f"{i}-{os.path.basename(target)}")
+            return False
         with open(copy, "wb") as f:
             f.write(data)
         os.chmod(copy, 0o444)
-        out[target] = copy
+        return True
+
+    targets = [t for pattern in FROZEN_COUNTERS for t in sorted(glob.glob(pattern))]
+    for i, target in enumerate(targets):
+        copy = os.path.join(folder, f"{i}-{os.path.basename(target)}")
+        if copy_file(target, copy):
+            out[target] = copy
+    for i, tree in enumerate(FROZEN_TREES):  # (THP's counters: anon_fault_alloc moved by MADV_HUGEPAGE, p03)
+        if not os.path.isdir(tree):
+            continue
+        top = os.path.join(folder, f"tree{i}")
+        for dirpath, dirnames, filenames in os.walk(tree):  # sysfs: shallow; links are not followed
+            here = os.path.join(top, os.path.relpath(dirpath, tree))
+            os.makedirs(here, mode=0o755, exist_ok=True)
+            for name in filenames:
+                copy_file(os.path.join(dirpath, name), os.path.join(here, name))
+        out[tree] = top
     return out
 
 
@@ -132,6 +152,9 @@ def own_proc() -> None:
         if os.path.exists(target):
             _mount(copy, target, None, MS_BIND)
             _mount(None, target, None, ro)
+    for tree in HIDDEN_TREES:
+        if os.path.isdir(tree):
+            _mount("tmpfs", tree, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=16")
 
 
 def own_tmp(workdir: str, tmp_mb: int, shm_mb: int, noexec: bool) -> None:
