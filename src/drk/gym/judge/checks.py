@@ -159,6 +159,12 @@ def warmup_calls(reply: dict, minimum: int) -> int:
     return max(minimum, min(n, 5 + max(minimum, harness.MAX_CALLS)))
 
 
+def _items(t: torch.Tensor) -> torch.Tensor:
+    """`t` as rows of items along its first dimension (one row, the whole tensor, when it has one item): the
+    unit the probes move or shift together."""
+    return t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
+
+
 def mode_name(train: bool, grad: bool) -> str:
     return f"{'train' if train else 'eval'} mode, {'grad' if grad else 'no_grad'}"
 
@@ -288,8 +294,9 @@ class TrialChecks:
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
         """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
-        item), the near probe and the ablation probe placed among them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls
-        cannot tell which call is which. Every probe call has the task's shapes and fresh inputs."""
+        item), the near probe and the ablation probe placed among them at random (after trial 1, which
+        surfaces compile errors), so a candidate that counts calls cannot tell which call is which. Every probe
+        call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
@@ -441,7 +448,7 @@ class TrialChecks:
                     if g is None:
                         out.append(t + 1000.0 * spread)
                     else:
-                        items = t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
+                        items = _items(t)
                         u = torch.rand(items.shape[0], 2, generator=g, dtype=torch.float64)
                         shift = (500.0 + 500.0 * u[:, 0]) * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
                         out.append((items + shift.to(t)[:, None]).reshape(t.shape))
@@ -465,7 +472,7 @@ class TrialChecks:
             if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
                 spread = float(t.std())
                 if math.isfinite(spread) and spread > 0.0:
-                    items = t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
+                    items = _items(t)
                     share = 0.25 + 0.75 * float(torch.rand(1, generator=g))
                     pick = torch.randperm(items.shape[0], generator=g)[:max(1, round(items.shape[0] * share))]
                     u = torch.rand(len(pick), 3, generator=g, dtype=torch.float64)

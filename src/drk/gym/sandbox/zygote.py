@@ -93,6 +93,12 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
         raise OSError(ctypes.get_errno(), f"mount {target} failed")
 
 
+def _mount_flags(point: str) -> int:
+    """The flags the mount at `point` has now, as mount(2) takes them: a bind remount must repeat them."""
+    have = os.statvfs(point).f_flag
+    return sum(ms for st, ms in _ST_TO_MS.items() if have & st)
+
+
 def freeze_counters(folder: str) -> dict[str, str]:
     """Copies, made once by the fork server, of the files that show host-wide running counters
     (`FROZEN_COUNTERS`): {the file: its copy}. A candidate can move such a counter by a chosen amount (threads
@@ -168,9 +174,7 @@ def own_tmp(workdir: str, tmp_mb: int, shm_mb: int, noexec: bool) -> None:
     os.makedirs(workdir, mode=0o700)
     _mount("tmpfs", workdir, "tmpfs", flags, f"size={int(tmp_mb)}m,nr_inodes={TMP_INODES},mode=0700")
     _mount("tmpfs", "/dev/shm", "tmpfs", flags, f"size={int(shm_mb)}m,nr_inodes={SHM_INODES},mode=1777")
-    have = os.statvfs("/tmp").f_flag
-    keep = sum(ms for st, ms in _ST_TO_MS.items() if have & st)
-    _mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+    _mount(None, "/tmp", None, MS_REMOUNT | MS_BIND | MS_RDONLY | _mount_flags("/tmp"))
 
 
 class PidNamespaces:
@@ -299,8 +303,7 @@ def guard_exec() -> str:
     # Device nodes too: /dev/zero mapped shared and executable is fresh memory, and a second view of it made
     # by mremap can be made writable without ever asking for PROT_EXEC again (attack k18)
     for point in writable_mounts(folders_only=False):
-        have = os.statvfs(point).f_flag
-        flags = sum(ms for st, ms in _ST_TO_MS.items() if have & st)
+        flags = _mount_flags(point)
         if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC | MS_NOSUID, None) != 0:
             err = ctypes.get_errno()
             if err == errno.EINVAL and not os.path.ismount(point):
