@@ -13,7 +13,7 @@
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect (once per machine, shared by the seeds) -> sft
 #            ("base", 102M) -> held-out eval -> rl -> held-out eval with recipes/gpu-learn, then
 #            bench/learning_gpu_report.py; the run comes back as $OUT/learn-s$SEED.tgz
-#   rlvstrl  issue 16 part 4: template trajectories (.dev/learn-collect if carried) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
+#   rlvstrl  issue 16 part 4: template trajectories (.dev/learn-collect, made by gpu-prep on the CPU) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
 #   probe    which layer of the exec guard keeps CUDA from starting (bench/guard_cuda_probe.py), then $THEN (a part)
@@ -110,8 +110,8 @@ learn)
   ;;
 rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
   R=/tmp/rvt; D="python3 -m drk"  # $OUT takes 8 files: only the reports go there
-  # The teacher data of an earlier `learn` call, carried in .dev/learn-collect, when there is one (the same recipe's
-  # template trajectories, judged on this GPU kind): collecting again takes ~130 s of the call's 600.
+  # The teacher data carried in .dev/learn-collect (`make gpu-prep` collects the recipe's template trajectories on
+  # the CPU; SFT reads only their text and verdicts): collecting here instead takes ~130 s of the call's 600.
   if [ -s .dev/learn-collect/trajectories.jsonl ]; then mkdir -p $R && cp -r .dev/learn-collect $R/collect; else
     echo "== collect ($SECONDS s)"; timeout $(left 170) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect 2>&1 | tail -3; fi
   echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft 2>&1 | tail -3
