@@ -51,8 +51,9 @@ smoke: $(if $(filter $(VENV)/bin/python,$(PY)),venv)
 # Before GPU measurement calls on the lent H200 (bench/gpu_session.sh): KernelBench problem files into the
 # git-ignored .dev/kb (carried with the call, never committed), bubblewrap's .deb into .dev/deb and the wheels
 # the GPU image lacks into .whl. The template teacher's trajectories for `gpu_session.sh rlvstrl` are collected
-# here on the CPU (about 45 s on 2 cores; the call would spend over 2 minutes of device time on them) into
-# .dev/learn-collect; the `learn` part still collects on the GPU, since its data are part of what it measures.
+# here on the CPU into .dev/learn-collect, because device time is the scarce part of a call (figures:
+# docs/measurements/rl-step-throughput.md); the `learn` part still collects on the GPU, since its data are part
+# of what it measures.
 gpu-prep: venv
 	@test -n "$(KERNELBENCH)" || (echo "set KERNELBENCH=/path/to/KernelBench/problems" && exit 2)
 	mkdir -p .dev/kb .dev/deb && cp -r $(KERNELBENCH)/level1 $(KERNELBENCH)/level2 .dev/kb/

@@ -111,7 +111,7 @@ learn)
 rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
   R=/tmp/rvt; D="python3 -m drk"  # $OUT takes 8 files: only the reports go there
   # The teacher data carried in .dev/learn-collect (`make gpu-prep` collects the recipe's template trajectories on
-  # the CPU; SFT reads only their text and verdicts): collecting here instead takes ~130 s of the call's 600.
+  # the CPU; SFT reads only their text and verdicts); without it the call collects on the GPU, out of its budget.
   if [ -s .dev/learn-collect/trajectories.jsonl ]; then mkdir -p $R && cp -r .dev/learn-collect $R/collect; else
     echo "== collect ($SECONDS s)"; timeout $(left 170) $D collect -c recipes/gpu-learn/collect.yaml --out $R/collect 2>&1 | tail -3; fi
   echo "== sft ($SECONDS s)"; timeout $(left 260) $D sft -c recipes/gpu-learn/sft.yaml --data $R/collect/trajectories.jsonl --out $R/sft 2>&1 | tail -3
