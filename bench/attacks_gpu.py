@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,6 +51,61 @@ def follower_request(p: Path, label: str) -> EvalRequest:
                        options({"timeout": 300.0, "_raw": {}}), solution=label)
 
 
+TIMING_TOLERANCE = 1.25  # a timing an attack changed by more than this factor is its doing, not noise
+
+
+def fresh_pool(workers: int) -> LocalPool:
+    """A pool with an empty reference-time cache of its own: each comparison times every reference itself."""
+    return LocalPool(device=DEVICE, workers=workers, cache_dir=tempfile.mkdtemp(prefix="drk-attack-cache-"))
+
+
+def timing_checks(attacks: list[Path], run: dict) -> None:
+    """check=reference_time: the follower alone, then the attack, each in a pool with an empty cache; the
+    reference time the attack is judged against must be the one measured without it.
+    check=neighbour_timing: the follower alone; then, in one two-worker pool (another task, so another
+    worker), the attack and, 3 s later while its process lives, the follower: the follower's runtime and
+    reference time must be the ones it gets alone."""
+    for p in attacks:
+        check = ta.HEADERS[p.name].get("check")
+        if check not in ("reference_time", "neighbour_timing"):
+            continue
+        with fresh_pool(1) as pool:
+            alone = pool.evaluate(follower_request(p, "follower-alone"))
+        if check == "reference_time":
+            with fresh_pool(1) as pool:
+                attack = pool.evaluate(attack_request(p, "attack-own-cache"))
+            run["timing"][p.name] = {"alone": alone, "attack": attack}
+            continue
+        with fresh_pool(2) as pool:
+            fut = pool.submit(attack_request(p, "attack-beside"))
+            time.sleep(3.0)
+            beside = pool.evaluate(follower_request(p, "follower-beside"))
+            attack = fut.result()
+        run["timing"][p.name] = {"alone": alone, "beside": beside, "attack": attack}
+
+
+def timing_problems(p: Path, run: dict) -> list[str]:
+    t = run["timing"].get(p.name)
+    if not t:
+        return []
+    alone, why = t["alone"], []
+    if alone.verdict != "ok" or not alone.ref_eager_ms or not alone.runtime_ms:
+        return [f"follower alone {alone.verdict} without timings"]
+    within = lambda a, b: a is not None and b / TIMING_TOLERANCE <= a <= b * TIMING_TOLERANCE  # noqa: E731
+    if "beside" not in t:
+        if t["attack"].ref_eager_ms is not None and not within(t["attack"].ref_eager_ms, alone.ref_eager_ms):
+            why.append(f"judged against a reference of {t['attack'].ref_eager_ms:.4f} ms, "
+                       f"{alone.ref_eager_ms:.4f} ms without it")
+        return why
+    beside = t["beside"]
+    if beside.verdict != "ok":
+        why.append(f"neighbour {beside.verdict} beside it")
+    for field in ("runtime_ms", "ref_eager_ms"):
+        if not within(getattr(beside, field), getattr(alone, field)):
+            why.append(f"neighbour's {field} {getattr(beside, field)} beside it, {getattr(alone, field):.4f} alone")
+    return why
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="where to write the JSON results")
@@ -74,7 +130,8 @@ def main() -> int:
         for m in ms:
             m.unlink(missing_ok=True)
     listeners = {p.name: ta.Listener(int(ta.HEADERS[p.name]["listen"])) for p in attacks if "listen" in ta.HEADERS[p.name]}
-    run = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {}, "net": {}}
+    run = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {}, "net": {},
+           "timing": {}}
     t0 = time.monotonic()
     try:
         partial = Path(args.out + ".partial.jsonl")  # one line per finished evaluation: a run cut short still reports
@@ -100,6 +157,7 @@ def main() -> int:
                     with partial.open("a") as f:
                         f.write(json.dumps({"pair": p.name, "verdicts": [x.verdict for x in run["pairs"][p.name]],
                                             "s": round(time.monotonic() - t0, 1)}) + "\n")
+        timing_checks(attacks, run)
     finally:
         for name, lst in listeners.items():
             lst.close()
@@ -143,6 +201,7 @@ def main() -> int:
                 why.append(f"follower poisoned ({alone.verdict}/{alone.max_abs_diff} -> {after.verdict}/{after.max_abs_diff})")
             elif h["property"] == "verdict_not_neighbours" and after.verdict != "ok":
                 why.append(f"next candidate {after.verdict}")
+        why += timing_problems(p, run)
         # a known gap (tests/test_attacks.py KNOWN_GAPS, with its reason) is reported as such, not as a pass
         status = ("GAP" if p.name in ta.KNOWN_GAPS else "FAIL") if why else "PASS"
         if status == "GAP":
@@ -151,7 +210,8 @@ def main() -> int:
         records.append({"attack": p.name, "property": h["property"], "verdict": r.verdict, "expected": h["expect"],
                         "status": status, "why": why, "coverage": r.coverage, "speedup": r.speedup,
                         "flags": r.flags, "error": r.error[:2000],
-                        "pair": [x.to_dict() for x in pair] if pair else None})
+                        "pair": [x.to_dict() for x in pair] if pair else None,
+                        "timing": {k: x.to_dict() for k, x in run["timing"].get(p.name, {}).items()} or None})
     widths = [max(len(str(row[i])) for row in rows + [("property", "attack", "verdict", "expected", "result")])
               for i in range(5)]
     line = lambda row: " | ".join(str(c).ljust(w) for c, w in zip(row, widths))  # noqa: E731

@@ -1,9 +1,10 @@
-"""What the judge does while it holds the GPU exclusively (`TrialChecks.measure`), with the candidate link,
-the lock and torch.compile replaced by doubles (the real ones need a GPU; `bench/gym_gpu.py` measures them
-there). Property: the exclusive hold stops every other worker's GPU work, so it covers only device work
-that must be alone (the candidate's time and profile ops, the references' timing); torch.compile's
+"""What the judge does while it holds the GPU exclusively (`TrialChecks.measure`, `time_references`), with the
+candidate link, the lock and torch.compile replaced by doubles (the real ones need a GPU; `bench/gym_gpu.py`
+measures them there). Properties: the exclusive hold stops every other worker's GPU work, so it covers only
+device work that must be alone (the candidate's time and profile ops, the references' timing); torch.compile's
 compilation of the reference runs before it under the shared hold, and the profilers' activity is read
-after it."""
+after it. The references are timed before the candidate process has any code (attack q01: a thread of the
+candidate's that keeps the GPU busy between its calls slows the reference, not itself)."""
 from __future__ import annotations
 
 import contextlib
@@ -55,7 +56,7 @@ def checks(log: list, monkeypatch, *, time_rows_calls: int = 12) -> C.TrialCheck
     c.res = T.EvalResult(task="t", verdict=T.OK)
     c.task = types.SimpleNamespace(model=torch.nn.Identity(), constants={}, module=None)
     c.kernel_names = {"my_kernel"}
-    c.timed_work, c.timed_calls, c.timing_seed = None, 0, 0
+    c.timed_work, c.timed_calls, c.timing_seed, c._refs = None, 0, 0, None
     c._ref_inputs, c._compiled = [torch.zeros(4)], None
 
     def fake_compile(model):
@@ -78,15 +79,66 @@ def checks(log: list, monkeypatch, *, time_rows_calls: int = 12) -> C.TrialCheck
 def test_only_device_work_is_inside_the_exclusive_hold(monkeypatch):
     log: list = []
     c = checks(log, monkeypatch)
+    c.time_references()
     c.measure(timing=True, profile=True)
     assert log == ["shared+", "compile@shared", "compiled-call@shared", "shared-",
-                   "exclusive+", "time@exclusive", "reference-times@exclusive", "profile@exclusive", "exclusive-",
+                   "exclusive+", "reference-times@exclusive", "exclusive-",
+                   "exclusive+", "time@exclusive", "profile@exclusive", "exclusive-",
                    "rows:time@none", "rows:profile@none"]
     res = c.res
     assert res.verdict == T.OK and res.runtime_ms == pytest.approx(0.5) and res.speedup == pytest.approx(4.0)
     assert res.coverage == pytest.approx(1.0)
     assert c.timed_calls == 10 + C.warmup_calls({"warmup_calls": 2}, c.opts.warmup)
-    assert set(res.phase_seconds) >= {"timing", "profile"}
+    assert set(res.phase_seconds) >= {"timing", "profile", "reference_timing"}
+
+
+def test_the_candidate_is_never_timed_against_references_timed_beside_it(monkeypatch):
+    """Timing without the references timed first is the judge's bug, never a fallback that times them now,
+    while candidate code is alive."""
+    log: list = []
+    c = checks(log, monkeypatch)
+    with pytest.raises(RuntimeError, match="references were not timed"):
+        c.measure(timing=True, profile=False)
+    assert not any(e.startswith("reference-times") for e in log)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_the_judge_times_the_references_before_the_candidate_loads(monkeypatch):
+    """The order in `Judge._evaluate`: reference timing, then the load op that brings the candidate's code."""
+    from drk.gym.judge import evaluation as E
+    log: list = []
+
+    @contextlib.contextmanager
+    def on_gpu(budget=None, *, measure=False):
+        yield
+
+    def call(header, payload=None, *, deadline, fds=()):
+        log.append(header["op"])
+        if header["op"] == "load":
+            raise Stop
+        return {"ok": True}, []
+    task = types.SimpleNamespace(constants={}, scaled=False, notes=[], init_inputs=[])
+    judge = types.SimpleNamespace(cuda=True, device="cuda", on_gpu=on_gpu, call=call, prepare=lambda t, o: task,
+                                  exchange=types.SimpleNamespace(reserve=lambda *a: None, size=0, fd=-1, serial=1),
+                                  exchange_device=lambda: None, _layout_bytes=lambda t, o: 0, profiler="per-op")
+
+    def time_references(self):
+        log.append("time-references")
+        self.res.phase_seconds["reference_timing"] = 0.0
+    monkeypatch.setattr(E.TrialChecks, "__init__", lambda self, j, req, task, res, deadline: setattr(self, "res", res))
+    monkeypatch.setattr(E.TrialChecks, "time_references", time_references)
+    req = types.SimpleNamespace(options=T.EvalOptions(device="cuda"), task=None, source="", request_id="")
+    with pytest.raises(Stop):
+        E.Judge._evaluate(judge, req, T.EvalResult(task="t"), None)
+    assert log == ["memory", "time-references", "load"]
+    log.clear()
+    req.options = T.EvalOptions(device="cuda", timing=False)
+    with pytest.raises(Stop):
+        E.Judge._evaluate(judge, req, T.EvalResult(task="t"), None)
+    assert log == ["memory", "load"]
 
 
 def test_timed_calls_that_skipped_the_work_are_caught_with_rows_read_after_the_hold(monkeypatch):
@@ -94,6 +146,7 @@ def test_timed_calls_that_skipped_the_work_are_caught_with_rows_read_after_the_h
     ops' activity after the hold: 15 timed calls (warm-up included) that ran the kernel 3 times are `hacked`."""
     log: list = []
     c = checks(log, monkeypatch, time_rows_calls=3)
+    c.time_references()
     c.measure(timing=True, profile=True)
     assert c.res.verdict == T.HACKED and T.TIMED_WORK_SKIPPED in c.res.flags
 
@@ -103,6 +156,7 @@ def test_a_cached_compiled_reference_is_not_compiled_again(monkeypatch):
     c = checks(log, monkeypatch)
     c.j.ref_times = types.SimpleNamespace(get=lambda key: 1.5 if key.endswith("'compile')") else None,
                                           put=lambda *a: None)
+    c.time_references()
     c.measure(timing=True, profile=False)
     assert not any(e.startswith("compile") for e in log) and "profile@exclusive" not in log
     assert log[0] == "exclusive+" and log[-1] == "rows:time@none"

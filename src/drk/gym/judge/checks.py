@@ -186,7 +186,16 @@ class TrialChecks:
         self.exchange_serial = self.exchange.serial  # the file the candidate process was sent with its load
         self.timed_work: tuple[float, int] | None = None  # (ms, executions) of the source's kernels while timed
         self.timed_calls = 0
-        self.timing_seed: int | None = None  # seed of the timing inputs (the reference is timed on a copy made again)
+        # The correctness trials and probes in a random order, fixed now: the timing inputs' seed (the last
+        # trial's) is known before the candidate process has any code, when the references are timed.
+        n = max(1, int(self.opts.trials))
+        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
+                                                       ("near", n + 3), ("offset_items", n + 4)]
+        _rng.shuffle(plan)
+        self.plan = [("trial", 0)] + plan
+        # seed of the timing inputs (the reference is timed on a copy made again)
+        self.timing_seed = self.input_seed + [k for what, k in self.plan if what == "trial"][-1]
+        self._refs: tuple | None = None  # (eager ms, compile ms, protocol ms), from `time_references`
         self._ref_inputs: list | None = None  # that copy, while the references are compiled and timed
         self._compiled = None  # the reference under torch.compile, compiled before the exclusive hold; False: failed
         self.cpu_launch_s = 0.0
@@ -300,14 +309,9 @@ class TrialChecks:
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
-        plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
-                                                       ("near", n + 3), ("offset_items", n + 4)]
-        _rng.shuffle(plan)
-        plan = [("trial", 0)] + plan
-        timing_k = [k for what, k in plan if what == "trial"][-1]  # the last trial's set is kept for timing
         t_first, t_rest = time.monotonic(), None
         previous: tuple | None = None  # digests (reference outputs, candidate outputs) of an earlier trial
-        for what, k in plan:
+        for what, k in self.plan:
             with self.j.on_gpu(self.deadline):  # the step's kernels (inputs, reference, candidate, compare)
                 if what == "ablation":
                     if not self.ablation():
@@ -328,9 +332,7 @@ class TrialChecks:
                     continue
                 if k == 0:
                     inputs = self._first_trial_facts(inputs, refs)
-                key = "timing" if (what == "trial" and k == timing_k) else ""
-                if key:
-                    self.timing_seed = seed
+                key = "timing" if (what == "trial" and seed == self.timing_seed) else ""  # the last trial's set
                 reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
                 if k == 0:
                     res.phase_seconds["compile"] = time.monotonic() - t_first
@@ -639,15 +641,24 @@ class TrialChecks:
         return True
 
     # ---- timing ------------------------------------------------------------------------------------
+    def time_references(self) -> None:
+        """The references' times (eager, torch.compile, the protocol's own cost), before the candidate process
+        has any code: a candidate alive while its reference is timed could slow that reference from a thread
+        of its own that keeps the GPU busy between its calls (attack q01), an inflated speedup that the cache
+        would also hand every later candidate of the task. Timed in an exclusive hold of the GPU, like the
+        candidate; torch.compile's compilation (host work) before it, under the shared hold."""
+        t0 = time.monotonic()
+        self._compile_reference()
+        with self.j.on_gpu(self.deadline, measure=True):
+            self._refs = self._reference_times()
+        self.res.phase_seconds["reference_timing"] = time.monotonic() - t0
+
     def measure(self, *, timing: bool, profile: bool) -> None:
-        """The candidate's timing and profile and the references' timing, in one exclusive hold of the GPU
-        (`Judge.on_gpu`): while it lasts no other drk work runs there, so it covers device work only. What
-        is host work comes out of it: torch.compile's compilation of the reference before it (under the
-        shared hold), reading the profilers' activity after it."""
+        """The candidate's timing and profile, in one exclusive hold of the GPU (`Judge.on_gpu`): while it
+        lasts no other drk work runs there, so it covers device work only. Reading the profilers' activity
+        (host work) comes after it. The references were timed before the candidate loaded (`time_references`)."""
         res = self.res
         t0 = time.monotonic()
-        if timing:
-            self._compile_reference()
         with self.j.on_gpu(self.deadline, measure=True):
             timed = self._timed() if timing else None
             if timing and timed is None:
@@ -678,7 +689,9 @@ class TrialChecks:
             return None
         runtime, stats, flags = self._runtime_from(cand)
         last = cand  # the time op whose device activity the judge reads (the runner keeps the last one's)
-        eager, compiled, protocol_ms = self._reference_times()
+        if self._refs is None:  # never timed now, beside candidate code (`time_references`)
+            raise RuntimeError("the references were not timed before the candidate loaded")
+        eager, compiled, protocol_ms = self._refs
         runtime, more = judge_clock_bound(runtime, calls=int(cand.get("calls") or 0) + warmup_calls(cand, opts.warmup),
                                           wall_ms=float(cand.get("judge_wall_s") or 0.0) * 1000.0,
                                           protocol_ms=protocol_ms)

@@ -537,6 +537,10 @@ class Judge:
         # candidate thread and mapped executable before the runner has mapped and closed it.
         with self.on_gpu(deadline):
             self.exchange.reserve(self._layout_bytes(task, opts), self.exchange_device())
+        checks = TrialChecks(self, req, task, res, deadline)
+        if self.cuda and opts.timing:  # before any candidate code exists (attack q01)
+            checks.time_references()
+            t0 += phases["reference_timing"]
         reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler,
                               "inputs_shm": [], "outputs_shm": [], "shm_size": self.exchange.size},
                              {"init_inputs": task.init_inputs}, deadline=deadline, fds=[self.exchange.fd])
@@ -545,7 +549,6 @@ class Judge:
             res.verdict, res.error = claimed_failure(reply)
             return
         res.compiled = True
-        checks = TrialChecks(self, req, task, res, deadline)
         if not checks.correctness():
             return
         if self.cuda and (opts.timing or opts.profile) and res.verdict == T.OK:
