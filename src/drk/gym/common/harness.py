@@ -406,7 +406,9 @@ def gate_held(ms: dict) -> bool:
 
 
 SIDE_STREAM_MIN_GAP_MS = 0.01
-TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled+gpu-exclusive+warmup-25ms-rep-100ms/6"  # part of the reference-time cache key: a new protocol, new times
+# Part of the reference-time cache key: a new protocol, new times. "reference-first": references timed before
+# the candidate process has code, so times cached by earlier versions (timed beside a live candidate) are not reused.
+TIMING_PROTOCOL = "b2b-median+idle-check+candidate-profiled+gpu-exclusive+reference-first+warmup-25ms-rep-100ms/7"
 
 
 def runtime_of(ms: dict) -> tuple[float, dict, bool]:
