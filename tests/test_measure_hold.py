@@ -41,7 +41,10 @@ class Link:
         op = header["op"] + (f":{header['of']}" if "of" in header else "")
         self.log.append(f"{op}@{self.hold}")
         if header["op"] == "time":
-            return {"ok": True, "b2b": [0.5] * 10, "stream": [0.5] * 10, "calls": 10, "warmup_calls": 2}, []
+            return {"ok": True, "b2b": [0.5] * 10, "stream": [0.5] * 10, "calls": 10, "warmup_calls": 2,
+                    "launch_counts": {self.kernel: self.time_rows_calls}}, []
+        if header["op"] == "profile":
+            return {"ok": True, "launch_counts": {self.kernel: 1}}, []
         if header["op"] == "rows":
             calls = self.time_rows_calls if header["of"] == "time" else 1
             return {"ok": True, "rows": [{"name": self.kernel, "ms": 0.4 * calls, "calls": calls}]}, []
@@ -57,7 +60,7 @@ def checks(log: list, monkeypatch, *, time_rows_calls: int = 12) -> C.TrialCheck
     c.task = types.SimpleNamespace(model=torch.nn.Identity(), constants={}, module=None)
     c.kernel_names = {"my_kernel"}
     c.timed_work, c.timed_calls, c.timing_seed, c._refs = None, 0, 0, None
-    c._ref_inputs, c._compiled = [torch.zeros(4)], None
+    c._ref_inputs, c._compiled, c._profile_launches = [torch.zeros(4)], None, None
 
     def fake_compile(model):
         def compiled(*a):

@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=timing_honest expect=hacked|incorrect|no_triton device=gpu
+# drk-attack: task=data/queries/001_scaled_tanh_bias.py property=timing_honest expect=hacked|incorrect|no_triton|forbidden device=gpu
 """Returns an empty output immediately and launches the kernel from a host thread (threading imported by a
  built name) a little later: timers that stop when forward returns measure nothing."""
 import torch

@@ -1,4 +1,4 @@
-# drk-attack: task=data/queries/003_sigmoid_gated_product.py property=evidence_outside expect=ok|hacked|no_triton device=gpu max_coverage=0.5 timeout=300
+# drk-attack: task=data/queries/003_sigmoid_gated_product.py property=evidence_outside expect=ok|hacked|no_triton|forbidden device=gpu max_coverage=0.5 timeout=300
 """torch computes the answer; a one-program Triton kernel supplies a gate of 1.0 that the output is multiplied
 by (skipping it changes the output), and from the first forward a thread launches a large useless Triton
 kernel (declared in this source) on a stream of its own, over and over, for as long as the process lives. The

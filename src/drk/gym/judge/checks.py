@@ -91,10 +91,23 @@ def swap_few_values(inputs: list, seed: int) -> bool:
     return changed
 
 
-def kernel_work(rows: list[dict], names: set[str]) -> tuple[float, int]:
-    """(device ms, executions) of the source's own @triton.jit kernels in a profiler's rows."""
-    ours = [r for r in rows if r.get("name") in names]
-    return sum(float(r.get("ms", 0.0)) for r in ours), sum(int(r.get("calls", 0)) for r in ours)
+def kernel_work(rows: list[dict], names: set[str], launched: object) -> tuple[float, int]:
+    """(device ms, executions) of the source's own @triton.jit kernels in a profiler's rows, counting of each
+    kernel no more executions than the op's calls launched through Triton's launch path (`launched`: the
+    runner's count per name; anything else counts as none). Executions beyond them were launched around
+    that path (a compiled kernel run directly, from a thread of the candidate's: attack q04) and are no
+    work of the forward's; a row's time is scaled to the executions that count."""
+    counts = launched if isinstance(launched, dict) else {}
+    ms = n = 0.0
+    for r in rows:
+        if r.get("name") not in names:
+            continue
+        calls = int(r.get("calls", 0))
+        count = counts.get(r.get("name"), 0)
+        kept = max(0, min(calls, count if isinstance(count, int) else 0))
+        ms += float(r.get("ms", 0.0)) * (kept / calls if calls > 0 else 0.0)
+        n += kept
+    return ms, int(n)
 
 
 # A failing reply names its failure's kind, and candidate code can write the reply (it can reach the runner
@@ -196,6 +209,7 @@ class TrialChecks:
         # seed of the timing inputs (the reference is timed on a copy made again)
         self.timing_seed = self.input_seed + [k for what, k in self.plan if what == "trial"][-1]
         self._refs: tuple | None = None  # (eager ms, compile ms, protocol ms), from `time_references`
+        self._profile_launches: object = None  # the profile op's launches per kernel name (runner's reply)
         self._ref_inputs: list | None = None  # that copy, while the references are compiled and timed
         self._compiled = None  # the reference under torch.compile, compiled before the exclusive hold; False: failed
         self.cpu_launch_s = 0.0
@@ -716,7 +730,7 @@ class TrialChecks:
         rows = self._rows("time")
         if rows is None:
             return
-        self.timed_work = kernel_work(rows, self.kernel_names)
+        self.timed_work = kernel_work(rows, self.kernel_names, last.get("launch_counts"))
         self.timed_calls = int(last.get("calls") or 0) + warmup_calls(last, opts.warmup)
         res.flags += [f for f in flags if f not in res.flags]
         res.ref_eager_ms, res.ref_compile_ms = eager, compiled
@@ -923,6 +937,7 @@ class TrialChecks:
         """Inside the exclusive hold (kernel durations, like times, are the GPU's alone): one forward on
         the timing inputs under the op's own profiler, read later by `_coverage`."""
         reply, _ = self.j.call({"op": "profile", "key": "timing", "train": True}, deadline=self.deadline)
+        self._profile_launches = reply.get("launch_counts")
         return bool(reply.get("ok"))
 
     def _coverage(self) -> None:
@@ -932,7 +947,7 @@ class TrialChecks:
         if rows is None:
             return
         total = sum(float(r.get("ms", 0.0)) for r in rows)
-        ours = kernel_work(rows, triton)
+        ours = kernel_work(rows, triton, self._profile_launches)
         self.res.coverage = ours[0] / total if total > 0 else None
         self.res.kernels = [{"name": str(r.get("name"))[:120], "ms": round(float(r.get("ms", 0.0)), 4),
                              "calls": int(r.get("calls", 1)),

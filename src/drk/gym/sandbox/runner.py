@@ -38,7 +38,8 @@ class Runner:
         self.fd_sock = socket.fromfd(args.fd, socket.AF_UNIX, socket.SOCK_STREAM)
         self.numerics = harness.pin_numerics()
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
-        self.recorder = triton_hooks.LaunchRecorder()
+        self.recorder = triton_hooks.LaunchRecorder()  # made on the thread that runs every op
+        self._foreign_told = False
         hooked = triton_hooks.install(self.recorder, interpret=not self.cuda)
         if self.cuda and args.modules_fd >= 0:  # the exec guard is on: Triton's launchers come from the judge
             from drk.gym.sandbox.launchers import JudgeBuiltModules
@@ -110,6 +111,11 @@ class Runner:
         changed = self.harness.numerics_changed(self.numerics)
         if changed:
             header["integrity"].append(f"numeric settings changed ({changed})")
+        if self.recorder.foreign and not self._foreign_told:
+            self._foreign_told = True
+            self.policy.violations.append(f"{self.recorder.foreign} Triton launch(es) from a thread other than "
+                                          "the one the evaluator called the forward on (launch every kernel "
+                                          "from the forward itself)")
         header["violations"] = list(self.policy.violations)
         self.policy.violations.clear()
         self.wire.send(self.conn, header, list(frames))
@@ -358,7 +364,8 @@ class Runner:
                                          l2_flush=h["l2_flush"], n_inputs=len(sets),
                                          perturb=self.harness.floating_tensors(sets),
                                          host_ahead=bool(h.get("host_ahead")))
-        self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches)})
+        self.reply({"op": "time", "ok": True, **ms, "launches": len(self.recorder.launches),
+                    "launch_counts": self.recorder.counts()})
 
     def op_profile(self, h: dict, payload) -> None:
         """One call on kept inputs, under the op's own profiler (read by the next op, `op_rows`). No
@@ -373,7 +380,8 @@ class Runner:
             self.recorder.reset()
             self.harness.plain_outputs(model(*inputs))
         self.harness.sync(self.device)
-        self.reply({"op": "profile", "ok": True, "triton": self.recorder.names()})
+        self.reply({"op": "profile", "ok": True, "triton": self.recorder.names(),
+                    "launch_counts": self.recorder.counts()})
 
     def op_rows(self, h: dict, payload) -> None:
         """The device activity of an earlier time or profile op (`of`), read once its profiler stopped and

@@ -8,12 +8,19 @@ compiler (or called as plain functions by the interpreter), so they are never co
 launch counts only when it returns without raising: a kernel that fails and is caught by a torch fallback
 does no work.
 
+Launches come from the thread that runs the evaluator's op (the one that made the recorder): a launch from
+any other thread is refused and counted (`foreign`). A thread of the candidate's that launches the source's
+kernels while the op runs would put their device time into the profiled window without the forward doing
+the work (attack q03).
+
 Also here: making `@triton.autotune` usable under the interpreter, which cannot benchmark configs (it
 asks for a GPU driver); there the first config that survives pruning is used.
 """
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -29,6 +36,8 @@ class LaunchRecorder:
     skip: bool = False   # when set, launches return without running (the "is Triton doing the work?" probe)
     skipped: int = 0
     stores: list = field(default_factory=list)  # interpreter only: arrays of addresses Triton stored to
+    owner: int = field(default_factory=threading.get_ident)  # the only thread whose launches run
+    foreign: int = 0     # launches refused because another thread made them (never reset)
 
     def reset(self) -> None:
         self.launches.clear()
@@ -56,6 +65,11 @@ class LaunchRecorder:
     def names(self) -> list[str]:
         return sorted({launch.name for launch in self.launches})
 
+    def counts(self) -> dict[str, int]:
+        """Launches per kernel name since the last reset: the judge counts no more of a kernel's executions
+        in the profiler's rows than this (a launch that bypassed the hook did no work of the forward's)."""
+        return dict(Counter(launch.name for launch in self.launches))
+
     def seconds(self) -> float:
         return sum(launch.seconds for launch in self.launches)
 
@@ -72,6 +86,10 @@ def _wrap(orig, recorder: LaunchRecorder):
     def run(self, *args, grid=None, warmup=False, **kwargs):
         if warmup:
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if threading.get_ident() != recorder.owner:
+            recorder.foreign += 1
+            raise RuntimeError("a Triton kernel was launched from a thread other than the one the evaluator "
+                               "called the forward on: launch every kernel from the forward itself")
         if recorder.skip:
             recorder.skipped += 1
             return None
