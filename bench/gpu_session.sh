@@ -21,6 +21,8 @@
 #            writes outside them (Landlock), Triton's launchers built by the judge): its GPU test, two shipped
 #            candidates (does CUDA need executable anonymous memory?), the native-code attacks with the early layers off,
 #            then the corpus and throughput with the guard on
+#   loadtiming  drk's candidate and reference times alone and beside 3 busy workers, DRK_GPU_LOCK on and off
+#            (LOCKS="on off"), bench/timing_under_load.py: what the lock buys
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
@@ -139,6 +141,14 @@ guard)
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -12
   echo "== corpus + throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
+  ;;
+loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/timing_under_load.py)
+  SHARE=$(( $(left) / $(echo ${LOCKS:-on off} | wc -w) ))  # each setting an equal share of the call
+  for LOCK in ${LOCKS:-on off}; do
+    echo "== timing under load, lock $LOCK ($SECONDS s in)"; DRK_GPU_LOCK=$LOCK timeout $SHARE \
+      python3 bench/timing_under_load.py --kernelbench $KB --out $OUT/load-$LOCK --neighbours ${NEIGHBOURS:-3} \
+      --budget-s $(( SHARE - 60 )) ${PAIRS:+--only $PAIRS} 2>&1 | tail -14
+  done
   ;;
 verify)
   [ -z "${SKIP_TESTS:-}" ] && { echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu ${TESTS:-tests/test_profiled_everywhere.py \

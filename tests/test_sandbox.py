@@ -439,14 +439,22 @@ def test_a_killed_evaluator_takes_its_judge_and_candidates_with_it(tmp_path):
                               env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     judge = psutil.Process(int(parent.stdout.readline()))
     deadline = time.time() + 120
-    while time.time() < deadline and not any("zygote" in " ".join(c.cmdline()) for c in _children(judge)):
+    while time.time() < deadline and not any("zygote" in _cmdline(c) for c in _children(judge)):
         time.sleep(0.2)  # the evaluation is under way: the fork server is up
     time.sleep(5.0)  # its candidate is running (a few trials in)
     family = [judge, *_children(judge)]
     parent.kill()
     parent.wait()
     gone, alive = psutil.wait_procs(family, timeout=15)
-    assert not alive, f"outlived the evaluator that started them: {[(p.pid, p.cmdline()[:4]) for p in alive]}"
+    assert not alive, f"outlived the evaluator that started them: {[(p.pid, _cmdline(p)[:200]) for p in alive]}"
+
+
+def _cmdline(p: "psutil.Process") -> str:
+    """A child listed a moment ago may be gone by now (the fork server's short-lived probe children): ''."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.NoSuchProcess:
+        return ""
 
 
 def _children(p: "psutil.Process") -> list:
