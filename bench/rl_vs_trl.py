@@ -86,7 +86,8 @@ def run_drk(a, out: Path) -> dict:
         "max_new_tokens": a.max_new_tokens, "temperature": a.temperature, "micro_batch_tokens": a.micro_batch_tokens,
         "checkpoint_every": 1000,
         "eval_device": a.eval_device, "eval_workers": a.eval_workers, "eval_cache": False, "log_rollouts": False,
-        "seed": 0, **({"overlap_chunks": a.overlap_chunks} if a.overlap_chunks > 1 else {})})
+        "seed": 0, **({"overlap_chunks": a.overlap_chunks} if a.overlap_chunks > 1 else {}),
+        **({"prefetch": True} if a.prefetch else {})})
     t0 = time.time()
     with GpuSampler() as gpu:
         train(cfg)
@@ -269,6 +270,8 @@ def main() -> None:
     ap.add_argument("--reward", choices=("eval", "zero"), default="eval", help="TRL's reward: drk's evaluator, or 0")
     ap.add_argument("--overlap-chunks", type=int, default=1, help="drk: episodes generated in chunks, each judged "
                     "while the next is generated")
+    ap.add_argument("--prefetch", action="store_true", help="drk: the next step's first turns generated while "
+                    "this step's kernels are judged (one step off-policy)")
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=256)

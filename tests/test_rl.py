@@ -212,3 +212,64 @@ def test_top_p_with_mrs_is_refused_in_one_line(tmp_path):
     assert res.exit_code != 0 and "top_p 0.9 < 1 cannot be combined with mismatch rejection sampling" in res.output
     assert res.exception is None or isinstance(res.exception, SystemExit)  # a message, not a traceback
     assert not (tmp_path / "out" / "metrics.jsonl").exists()
+
+
+class _Later:
+    """A future whose result the loop waits for: the wait is logged."""
+
+    def __init__(self, log: list, res) -> None:
+        self.log, self.res = log, res
+
+    def result(self):
+        self.log.append("wait")
+        return self.res
+
+
+def _logging_toy_env(log: list):
+    env = toy_env()
+    inner = env.gym
+
+    class Gym:
+        def evaluate_batch(self, reqs, on_result=None):
+            return inner.evaluate_batch(reqs)
+
+        def submit(self, req):
+            log.append("submit")
+            return _Later(log, inner.evaluate_batch([req])[0])
+    env.gym = Gym()
+    return env
+
+
+def _steps_state(out: Path) -> tuple[list, list]:
+    tasks = [sorted({json.loads(x)["task"] for x in p.read_text().splitlines()})
+             for p in sorted((out / "rollouts").glob("step_*.jsonl"))]
+    states = [json.loads((p / "trainer_state.json").read_text())["sampler"]
+              for p in sorted((out / "checkpoints").glob("step_*"))]
+    return tasks, states
+
+
+def test_prefetch_generates_the_next_steps_first_turns_while_this_ones_are_judged(tmp_path, monkeypatch):
+    """`prefetch`: step t's kernels go to the evaluator, step t+1's first turns are generated, then the loop
+    waits for step t's results; the queries each step uses, and what a checkpoint records of the sampler,
+    are those of a run without it (a resumed run generates the prefetched turns again)."""
+    base = {**TOY, "steps": 3, "prompts_per_step": 2, "rollouts": 2, "checkpoint_every": 1, "keep_checkpoints": 5}
+    log: list = []
+    first_turns = rl.first_turns
+
+    def logged(cfg, groups, engine, step):
+        log.append(f"ahead{step}")
+        return first_turns(cfg, groups, engine, step)
+    monkeypatch.setattr(rl, "first_turns", logged)
+    from drk.agent import episode
+    monkeypatch.setattr(episode, "extract_code", lambda text: ("pass", ""))  # every reply a kernel to judge
+    on = load_config(RLConfig, None, {**base, "prefetch": True, "out": str(tmp_path / "on")})
+    metrics = []
+    train(on, env=_logging_toy_env(log), on_step=metrics.append)
+    assert [m["first_turns_ahead"] for m in metrics] == [False, True, True]
+    # per step: its 4 kernels submitted, the next step's first turns generated, then the 4 waits; the last
+    # step has nothing to generate ahead and judges its kernels in one batch
+    assert log == ["submit"] * 4 + ["ahead2"] + ["wait"] * 4 + ["submit"] * 4 + ["ahead3"] + ["wait"] * 4, log
+    off = load_config(RLConfig, None, {**base, "out": str(tmp_path / "off")})
+    train(off, env=toy_env())
+    assert _steps_state(tmp_path / "on") == _steps_state(tmp_path / "off")
+    assert all(m["turns"] == 4 for m in metrics)

@@ -206,23 +206,36 @@ def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> 
     return Episode(episode_uuid(task, sample, salt), task, first or initial_messages(task.source, cfg.system_prompt))
 
 
-def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> list[Turn]:
+def generate_turn(episodes: list[Episode], engine: Engine, cfg: EpisodeConfig) -> list:
+    """The engine's replies for every episode's next turn (one generate call), for `step(gens=...)`."""
+    params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
+    return engine.generate([build_context(ep, cfg.history, cfg.keep)[0] for ep in episodes], params) \
+        if episodes else []
+
+
+def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig, *, gens: list | None = None,
+         while_judged: Callable[[], None] | None = None) -> list[Turn]:
     """Advance every episode by one turn. The episodes are generated in `cfg.overlap_chunks` chunks, and each
     chunk's kernels go to the evaluator as soon as they exist, so the evaluator judges one chunk while the
-    engine generates the next (one chunk: one generate call, then one batch of evaluations)."""
+    engine generates the next (one chunk: one generate call, then one batch of evaluations).
+    `gens`: the replies, made earlier (`generate_turn`) for exactly these episodes in this order.
+    `while_judged`: called once every kernel of the turn is with the evaluator and before waiting for them
+    (the RL loop generates its next step's first turns there)."""
     params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
+    if gens is not None and len(gens) != len(episodes):
+        raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
     k = max(1, min(int(cfg.overlap_chunks), len(episodes)))
     size = -(-len(episodes) // k) if episodes else 0
     turns: list[Turn] = []
     judged: list[tuple[Turn, EvalResult]] = []
     pending: list[tuple[Turn, Future]] = []  # submitted while later chunks are generated
-    submit = getattr(gym, "submit", None) if k > 1 else None
+    submit = getattr(gym, "submit", None) if (k > 1 or while_judged is not None) else None
     for lo in range(0, len(episodes), max(1, size)):
         chunk = episodes[lo:lo + size]
         contexts = [build_context(ep, cfg.history, cfg.keep) for ep in chunk]
-        gens = engine.generate([c for c, _ in contexts], params)
+        made = gens[lo:lo + size] if gens is not None else engine.generate([c for c, _ in contexts], params)
         reqs, owners = [], []
-        for ep, (_, ctx_ids), g in zip(chunk, contexts, gens):
+        for ep, (_, ctx_ids), g in zip(chunk, contexts, made):
             turn = _turn_from(ep, ctx_ids, g[0])
             if turn.code is not None:
                 reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{turn.index}",
@@ -233,6 +246,8 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig) -> li
             pending += [(turn, submit(req)) for turn, req in zip(owners, reqs)]
         else:  # one chunk, or a backend without futures: judged here, in one batch
             judged += list(zip(owners, gym.evaluate_batch(reqs) if reqs else []))
+    if while_judged is not None:
+        while_judged()
     judged += [(turn, fut.result()) for turn, fut in pending]
     for turn, res in judged:
         turn.result = res

@@ -177,27 +177,51 @@ def _with_env(cfg: RLConfig, env: Environment | None) -> RLConfig:
 
 
 # ---------------------------------------------------------------------------------------------- rollouts
-def rollout(cfg: RLConfig, tasks: list, engine, env: Environment, step: int, tokenizer):
-    """B x N episodes of up to T turns. Returns the episodes grouped [prompt][rollout]."""
-    from drk.agent.episode import EpisodeConfig, new_episode
-    from drk.agent.episode import step as turn_step
+def _episode_config(cfg: RLConfig, step: int, turn: int):
+    from drk.agent.episode import EpisodeConfig
 
-    a = cfg.algo
     ecfg = EpisodeConfig(turns=cfg.turns, history="all", overlap_chunks=cfg.overlap_chunks,
-                         reward=a.reward_weights(), eval_options=cfg.eval_options)
+                         reward=cfg.algo.reward_weights(), eval_options=cfg.eval_options)
+    ecfg.sampling = replace(cfg.sampling, seed=cfg.seed * 1_000_003 + step * 1009 + turn)
+    return ecfg
+
+
+def new_groups(cfg: RLConfig, tasks: list, env: Environment, step: int) -> list[list]:
+    """B x N fresh episodes of `step`, grouped [prompt][rollout]."""
+    from drk.agent.episode import new_episode
+
+    ecfg = _episode_config(cfg, step, 0)
     groups = [[new_episode(t, n, ecfg, salt=f"rl-step{step}") for n in range(cfg.rollouts)] for t in tasks]
     if env.first_prompt is not None:
         for g in groups:
             for ep in g:
                 ep.first_messages = [{"role": "user", "content": env.first_prompt(ep.task)}]
+    return groups
+
+
+def first_turns(cfg: RLConfig, groups: list[list], engine, step: int) -> list:
+    """The engine's first-turn replies for `groups` (of `step`, with that turn's sampling seed)."""
+    from drk.agent.episode import generate_turn
+
+    return generate_turn([ep for g in groups for ep in g], engine, _episode_config(cfg, step, 0))
+
+
+def rollout(cfg: RLConfig, groups: list[list], engine, env: Environment, step: int, tokenizer, *,
+            first: list | None = None, while_judged: Callable[[], None] | None = None) -> list[list]:
+    """Up to T turns of the episodes in `groups` ([prompt][rollout], from `new_groups`); returns them.
+    `first`: their first-turn replies, generated earlier (`first_turns`). `while_judged`: called while the
+    last turn's kernels are with the evaluator (`agent.episode.step`)."""
+    from drk.agent.episode import step as turn_step
+
     flat = [ep for g in groups for ep in g]
     for t in range(cfg.turns):
         active = [ep for ep in flat if not ep.stopped]
         active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
         if not active:
             break
-        ecfg.sampling = replace(cfg.sampling, seed=cfg.seed * 1_000_003 + step * 1009 + t)
-        new = turn_step(active, engine, env.gym, ecfg)
+        gens = first if t == 0 and first is not None and len(active) == len(flat) else None
+        new = turn_step(active, engine, env.gym, _episode_config(cfg, step, t), gens=gens,
+                        while_judged=while_judged if t == cfg.turns - 1 else None)
         if env.turn_reward is not None:
             for turn in new:
                 turn.reward = env.turn_reward(turn.completion)
@@ -577,12 +601,31 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     began, durations, last = _clock(), [], cfg.steps
     try:
         with JsonlWriter(out / "metrics.jsonl") as mlog:
+            ahead: dict | None = None  # this step's episodes and first turns, generated during the last one
             for step in range(start + 1, cfg.steps + 1):
                 step_began = _clock()
                 t0 = time.perf_counter()
-                idx = sampler.take(cfg.prompts_per_step)
-                mine = [tasks[i] for k, i in enumerate(idx) if k % world == rank]
-                groups = rollout(cfg, mine, engine, env, step, tok)
+                held = ahead
+                ahead = None
+                if held is None:
+                    idx = sampler.take(cfg.prompts_per_step)
+                    groups = new_groups(cfg, [tasks[i] for k, i in enumerate(idx) if k % world == rank], env, step)
+                else:
+                    groups = held["groups"]
+                ckpt_sampler = sampler  # what a checkpoint of this step records: the queries it has taken
+
+                def generate_ahead(step=step) -> None:
+                    """The next step's first turns, generated while this step's kernels are judged: by the
+                    weights before this step's update, one step off-policy (MRS measures that mismatch)."""
+                    nonlocal ahead, ckpt_sampler
+                    ckpt_sampler = QuerySampler(sampler.n, sampler.seed, sampler.epoch, sampler.index)
+                    nidx = sampler.take(cfg.prompts_per_step)
+                    ngroups = new_groups(cfg, [tasks[i] for k, i in enumerate(nidx) if k % world == rank], env,
+                                         step + 1)
+                    ahead = {"groups": ngroups, "first": first_turns(cfg, ngroups, engine, step + 1)}
+                more = cfg.prefetch and step < last and (stop_after is None or step < stop_after)
+                groups = rollout(cfg, groups, engine, env, step, tok, first=held["first"] if held else None,
+                                 while_judged=generate_ahead if more else None)
                 times = {"rollout": time.perf_counter() - t0}
                 gen_tokens = sum(len(t.token_ids or []) for g in groups for ep in g for t in ep.turns)
                 times["generate"] = engine.take_seconds()
@@ -605,6 +648,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 if cfg.engine == "vllm":
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
                 metrics = {"step": step, **step_metrics(groups, st, mstats, tstats, times, gen_tokens), "lr": scheduler.get_last_lr()[0]}
+                if cfg.prefetch:  # first turns sampled by the previous step's weights; generation includes the next step's
+                    metrics["first_turns_ahead"] = held is not None
                 if gen_timing:
                     metrics["generation"] = gen_timing
                 if world > 1:  # headline numbers over all ranks' rollouts, not just this rank's
@@ -631,8 +676,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 if step < cfg.steps and _out_of_time(cfg.time_limit_s, began, durations, accelerator):
                     last = step
                     metrics["stopped"] = "time_limit"
-                if step % cfg.checkpoint_every == 0 or step == last:
-                    save_checkpoint(out, step, accelerator, model, tok, sampler, cfg)
+                if step % cfg.checkpoint_every == 0 or step == last:  # a resumed run generates `ahead` again
+                    save_checkpoint(out, step, accelerator, model, tok, ckpt_sampler, cfg)
                 if step == last or (stop_after is not None and step >= stop_after):
                     break
         if metrics.get("stopped") and accelerator.is_main_process:
