@@ -18,6 +18,7 @@ asks for a GPU driver); there the first config that survives pruning is used.
 """
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 from collections import Counter
@@ -83,10 +84,12 @@ def _kernel_name(fn_obj) -> str:
 
 
 def _wrap(orig, recorder: LaunchRecorder):
+    thread_id = _thread.get_ident  # bound here: candidate code that rebinds threading.get_ident changes nothing
+
     def run(self, *args, grid=None, warmup=False, **kwargs):
         if warmup:
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-        if threading.get_ident() != recorder.owner:
+        if thread_id() != recorder.owner:
             recorder.foreign += 1
             raise RuntimeError("a Triton kernel was launched from a thread other than the one the evaluator "
                                "called the forward on: launch every kernel from the forward itself")
