@@ -206,10 +206,14 @@ def new_episode(task: Task, sample: int, cfg: EpisodeConfig, salt: str = "") -> 
     return Episode(episode_uuid(task, sample, salt), task, first or initial_messages(task.source, cfg.system_prompt))
 
 
+def _one_reply(cfg: EpisodeConfig) -> SamplingParams:
+    """The turn's sampling parameters: one reply per episode."""
+    return SamplingParams(**{**asdict(cfg.sampling), "n": 1})
+
+
 def generate_turn(episodes: list[Episode], engine: Engine, cfg: EpisodeConfig) -> list:
     """The engine's replies for every episode's next turn (one generate call), for `step(gens=...)`."""
-    params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
-    return engine.generate([build_context(ep, cfg.history, cfg.keep)[0] for ep in episodes], params) \
+    return engine.generate([build_context(ep, cfg.history, cfg.keep)[0] for ep in episodes], _one_reply(cfg)) \
         if episodes else []
 
 
@@ -221,7 +225,7 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig, *, ge
     `gens`: the replies, made earlier (`generate_turn`) for exactly these episodes in this order.
     `while_judged`: called once every kernel of the turn is with the evaluator and before waiting for them
     (the RL loop generates its next step's first turns there)."""
-    params = SamplingParams(**{**asdict(cfg.sampling), "n": 1})
+    params = _one_reply(cfg)
     if gens is not None and len(gens) != len(episodes):
         raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
     k = max(1, min(int(cfg.overlap_chunks), len(episodes)))

@@ -36,6 +36,7 @@ unless an `Environment` is passed in code (the tests' learnable toy reward: drk.
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -219,7 +220,7 @@ def rollout(cfg: RLConfig, groups: list[list], engine, env: Environment, step: i
         active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
         if not active:
             break
-        gens = first if t == 0 and first is not None and len(active) == len(flat) else None
+        gens = first if t == 0 else None  # every episode is active at turn 0 (`step` checks the count)
         new = turn_step(active, engine, env.gym, _episode_config(cfg, step, t), gens=gens,
                         while_judged=while_judged if t == cfg.turns - 1 else None)
         if env.turn_reward is not None:
@@ -602,26 +603,24 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
     try:
         with JsonlWriter(out / "metrics.jsonl") as mlog:
             ahead: dict | None = None  # this step's episodes and first turns, generated during the last one
+
+            def draw(step: int) -> list[list]:  # this rank's share of the step's queries, as fresh episodes
+                idx = sampler.take(cfg.prompts_per_step)
+                return new_groups(cfg, [tasks[i] for k, i in enumerate(idx) if k % world == rank], env, step)
+
             for step in range(start + 1, cfg.steps + 1):
                 step_began = _clock()
                 t0 = time.perf_counter()
-                held = ahead
-                ahead = None
-                if held is None:
-                    idx = sampler.take(cfg.prompts_per_step)
-                    groups = new_groups(cfg, [tasks[i] for k, i in enumerate(idx) if k % world == rank], env, step)
-                else:
-                    groups = held["groups"]
+                held, ahead = ahead, None
+                groups = held["groups"] if held is not None else draw(step)
                 ckpt_sampler = sampler  # what a checkpoint of this step records: the queries it has taken
 
                 def generate_ahead(step=step) -> None:
                     """The next step's first turns, generated while this step's kernels are judged: by the
                     weights before this step's update, one step off-policy (MRS measures that mismatch)."""
                     nonlocal ahead, ckpt_sampler
-                    ckpt_sampler = QuerySampler(sampler.n, sampler.seed, sampler.epoch, sampler.index)
-                    nidx = sampler.take(cfg.prompts_per_step)
-                    ngroups = new_groups(cfg, [tasks[i] for k, i in enumerate(nidx) if k % world == rank], env,
-                                         step + 1)
+                    ckpt_sampler = copy.copy(sampler)
+                    ngroups = draw(step + 1)
                     ahead = {"groups": ngroups, "first": first_turns(cfg, ngroups, engine, step + 1)}
                 more = cfg.prefetch and step < last and (stop_after is None or step < stop_after)
                 groups = rollout(cfg, groups, engine, env, step, tok, first=held["first"] if held else None,

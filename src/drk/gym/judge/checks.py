@@ -98,7 +98,7 @@ def kernel_work(rows: list[dict], names: set[str], launched: object) -> tuple[fl
     that path (a compiled kernel run directly, from a thread of the candidate's: attack q04) and are no
     work of the forward's; a row's time is scaled to the executions that count."""
     counts = launched if isinstance(launched, dict) else {}
-    ms = n = 0.0
+    ms, n = 0.0, 0
     for r in rows:
         if r.get("name") not in names:
             continue
@@ -107,7 +107,7 @@ def kernel_work(rows: list[dict], names: set[str], launched: object) -> tuple[fl
         kept = max(0, min(calls, count if isinstance(count, int) else 0))
         ms += float(r.get("ms", 0.0)) * (kept / calls if calls > 0 else 0.0)
         n += kept
-    return ms, int(n)
+    return ms, n
 
 
 # A failing reply names its failure's kind, and candidate code can write the reply (it can reach the runner

@@ -39,7 +39,6 @@ class Runner:
         self.numerics = harness.pin_numerics()
         self.policy = sandbox.Policy(self.workdir, args.triton_cache, sandbox.allowed_compilers())
         self.recorder = triton_hooks.LaunchRecorder()  # made on the thread that runs every op
-        self._foreign_told = False
         hooked = triton_hooks.install(self.recorder, interpret=not self.cuda)
         if self.cuda and args.modules_fd >= 0:  # the exec guard is on: Triton's launchers come from the judge
             from drk.gym.sandbox.launchers import JudgeBuiltModules
@@ -111,8 +110,7 @@ class Runner:
         changed = self.harness.numerics_changed(self.numerics)
         if changed:
             header["integrity"].append(f"numeric settings changed ({changed})")
-        if self.recorder.foreign and not self._foreign_told:
-            self._foreign_told = True
+        if self.recorder.foreign:  # the first reply that says so ends the evaluation (`forbidden`)
             self.policy.violations.append(f"{self.recorder.foreign} Triton launch(es) from a thread other than "
                                           "the one the evaluator called the forward on (launch every kernel "
                                           "from the forward itself)")
