@@ -175,7 +175,8 @@ def part_isolation(kb: Path, out: Path) -> dict:
                         "median_beyond_gpu_work_s": statistics.median(beyond),
                         "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                             for k in ("total", "load", "reference", "reference_timing", "compile",
-                                                      "correctness", "timing", "profile", "gpu_lock_wait")},
+                                                      "correctness", "timing", "profile", "gpu_lock_wait",
+                                                      "runner_start")},
                         "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
                         "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}
     return result

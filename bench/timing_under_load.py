@@ -53,17 +53,23 @@ def main() -> None:
     req = lambda p, label: EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), opts,  # noqa: E731
                                        solution=label)
     rows: dict[str, dict] = {}
+    failures: list[dict] = []  # the neighbours' results that were not `ok`, with their evidence
+
+    def evidence(r) -> dict:  # what a reader needs to tell a neighbour's effect from the candidate's own
+        return {"verdict": r.verdict, "runtime_ms": r.runtime_ms, "ref_ms": r.ref_eager_ms, "task": r.task,
+                "error": (r.error or "")[:600], "flags": list(r.flags), "shapes": r.shapes,
+                "reference_timing": r.protocol.get("reference_timing"),
+                "phases": {k: round(v, 3) for k, v in r.phase_seconds.items() if isinstance(v, (int, float))}}
 
     def dump(extra=None):
         (a.out / "timing_under_load.json").write_text(json.dumps(
             {"gpu_lock": os.environ.get("DRK_GPU_LOCK", "on"), "neighbours": a.neighbours, "rows": rows,
-             **(extra or {})}, indent=1))
+             "neighbour_failures": failures, **(extra or {})}, indent=1))
 
     with LocalPool(device=DEVICE, workers=1, cache_dir=cache()) as pool:
         for p in chosen:
             r = pool.evaluate(req(p, p["name"]))
-            rows[p["name"]] = {"alone": {"verdict": r.verdict, "runtime_ms": r.runtime_ms, "ref_ms": r.ref_eager_ms,
-                                         "gpu_lock": r.protocol.get("gpu_lock", "on")}}
+            rows[p["name"]] = {"alone": dict(evidence(r), gpu_lock=r.protocol.get("gpu_lock", "on"))}
             print(f"alone  {p['name']:44s} {r.verdict:8s} {r.runtime_ms or 0:9.4f} ms  ref {r.ref_eager_ms or 0:9.4f}",
                   flush=True)
             dump()
@@ -78,6 +84,8 @@ def main() -> None:
             r = fut.result()
             done[0] += 1
             verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+            if r.verdict != "ok" and len(failures) < 20:
+                failures.append(evidence(r))
             if not stop.is_set():
                 inflight.append(npool.submit(req(next(feed), "neighbour")))
 
@@ -93,9 +101,8 @@ def main() -> None:
                 n0 = done[0]
                 r = pool.evaluate(req(p, p["name"]))
                 row = rows[p["name"]]
-                row["loaded"] = {"verdict": r.verdict, "runtime_ms": r.runtime_ms, "ref_ms": r.ref_eager_ms,
-                                 "neighbour_evals_meanwhile": done[0] - n0,
-                                 "lock_wait_s": r.phase_seconds.get("gpu_lock_wait")}
+                row["loaded"] = dict(evidence(r), neighbour_evals_meanwhile=done[0] - n0,
+                                     lock_wait_s=r.phase_seconds.get("gpu_lock_wait"))
                 al = row["alone"]
                 if al["runtime_ms"] and r.runtime_ms:
                     row["runtime_ratio"] = r.runtime_ms / al["runtime_ms"]

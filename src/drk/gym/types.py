@@ -49,6 +49,7 @@ OFFSET_INPUTS_FAILED = "offset_inputs_failed"  # right near zero, wrong on input
 INPUT_INDEPENDENT = "input_independent"  # bitwise the same outputs for inputs whose expected outputs differ
 TIMING_INCONSISTENT = "timing_inconsistent"  # self-reported time far under the judge's clock: bound used
 PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)
+DEVICE_MEMORY_CONTENDED = "device_memory_contended"  # out of memory while others held this judge's share
 RERUN_ALONE = "rerun_alone"              # re-evaluated with no sibling evaluation running before a failure stood
 
 

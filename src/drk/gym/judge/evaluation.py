@@ -38,7 +38,7 @@ from drk.gym import types as T
 from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
-from drk.gym.judge import devicelock, static
+from drk.gym.judge import devicelock, devicememory, static
 from drk.gym.judge.checks import (RETURN_INPUTS_MAX_BYTES, ExchangeOutgrown, PreparedTask, TrialChecks,
                                   claimed_failure)
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
@@ -179,20 +179,24 @@ class SpareStart:
 
 class Judge:
     def __init__(self, device: str, slot_dir: str, cache_path: str | None, iso: Isolation, slot_index: int = 0,
-                 env: dict | None = None) -> None:
+                 env: dict | None = None, gpu_share: int = 1) -> None:
         self.device = device
         self.cuda = device.startswith("cuda")
+        self.gpu_share = max(1, int(gpu_share))  # judges of this pool on this GPU: they split its memory
         self.slot_dir = slot_dir
         self.iso = iso
         self.runner: RunnerHandle | None = None
+        self.runner_start_s: float | None = None  # the current candidate process's start-up, in seconds
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
         self.spare: SpareStart | None = None
         self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
         self._spawn_lock = threading.Lock()  # the spare starts on a thread of its own
         self.tasks: dict[tuple, PreparedTask] = {}
         self.ref_times = RefTimeCache(cache_path)
+        self.memory_budget = 0  # bytes of the device this judge and its candidate may use (drk.gym.judge.devicememory)
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
+            self.memory_budget = devicememory.budget_bytes(torch.cuda.mem_get_info()[1], self.gpu_share)
         self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
         self.profiler = profiler_mode()
         harness.pin_numerics()
@@ -253,6 +257,8 @@ class Judge:
             except ForkServerGone as e:
                 raise RunnerGone(T.INFRA_ERROR, str(e)) from None
         self.runner = r
+        if r.ready_at is not None:  # seconds its start held the GPU shared (on its own thread if a spare)
+            self.runner_start_s = r.ready_at - r.spawned_at
         if self.keep_spare:
             self.spare = SpareStart(self)
         return r
@@ -418,18 +424,18 @@ class Judge:
             harness.unload_module("drk_measure")
 
     def _fit_device(self, original: str, source: str) -> tuple[str, list[str]]:
-        """Scale a task down when its inputs x DEVICE_MEMORY_FACTOR exceed free memory. The factor covers
+        """Scale a task down when its inputs x DEVICE_MEMORY_FACTOR exceed this judge's memory budget (its
+        share of the device, never the memory free at the moment: that would size the same task by what
+        the neighbours happen to hold). The factor covers
         what one evaluation holds on the device at once: one input set (the candidate runs on the judge's
         own tensors), the timing set kept for the probes, reference outputs and their intermediates, receive
         buffers, and the runner's outputs and poison block. Measured on an H200 at full level-1 shapes
         (2026-12-02): judge + runner peak 2.1-6.1x the inputs (6.1x for elementwise tasks whose output is as
         large as their input); 10x leaves room for references with large intermediates."""
-        free, _ = torch.cuda.mem_get_info()
-        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()  # our own cached blocks
         need = self._measure_inputs(source) * DEVICE_MEMORY_FACTOR
-        if need <= free:
+        if need <= self.memory_budget:
             return source, []
-        plan = fit_budget(original, int(free / DEVICE_MEMORY_FACTOR), self._measure_inputs)
+        plan = fit_budget(original, int(self.memory_budget / DEVICE_MEMORY_FACTOR), self._measure_inputs)
         return plan.source, [T.SCALED_FOR_MEMORY]
 
     # ---- one evaluation ----------------------------------------------------------------------------
@@ -440,6 +446,8 @@ class Judge:
         res = T.EvalResult(task=req.task.id, solution=req.solution, device=self.device, request_id=req.request_id,
                            task_hash=req.task.source_hash, versions=dict(self.versions),
                            protocol=protocol_of(opts, self.cuda))
+        if self.cuda:  # what sized the task: this judge's share of the device, not what was free
+            res.protocol["device_memory_budget_mb"] = self.memory_budget >> 20
         phases = res.phase_seconds
         failed = outgrown = False
         rep = static.check_source(req.source)
@@ -458,6 +466,7 @@ class Judge:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         waited0 = self.gpu.waited_s()
+        self.runner_start_s = None
         try:
             self._evaluate(req, res, deadline)
         except RunnerGone as g:
@@ -497,10 +506,14 @@ class Judge:
                 res.flags.append(T.PROCESS_SURVIVED)
                 self.exchange.close()  # a survivor may still map it: the next candidate gets a new file
             self.runner = None
+            if self.cuda and res.verdict in (T.RUNTIME_ERROR, T.CRASHED) and devicememory.is_device_oom(res.error):
+                self._attribute_oom(res)
             self.exchange.fresh()
             phases["total"] = time.monotonic() - t_start
             if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
                 phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
+            if self.runner_start_s is not None:  # overlapped with the previous evaluation when it was a spare
+                phases["runner_start"] = round(self.runner_start_s, 3)
         if outgrown and restarts < MAX_EXCHANGE_RESTARTS:
             return self.evaluate(req, restarts + 1)
         if restarts:
@@ -512,6 +525,19 @@ class Judge:
                 gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
+
+    def _attribute_oom(self, res: T.EvalResult) -> None:
+        """A candidate's out-of-memory, read once its process is gone: the neighbours' failure when what
+        they held left this judge less than its budget (drk.gym.judge.devicememory), else the candidate's."""
+        torch.cuda.empty_cache()  # our cached blocks are ours to give: only others' holdings count against us
+        free, total = devicememory.settled_free(torch.cuda.mem_get_info)
+        others = devicememory.held_by_others(total, free, torch.cuda.memory_reserved())
+        res.protocol["device_memory_at_failure"] = {"total_mb": total >> 20, "free_mb": free >> 20,
+                                                    "others_mb": others >> 20, "budget_mb": self.memory_budget >> 20}
+        if devicememory.starved(total, free, torch.cuda.memory_reserved(), self.memory_budget):
+            res.verdict, res.correct = T.INFRA_ERROR, False
+            res.error = f"{devicememory.contention_message(total, others, self.memory_budget)} ({res.error[:300]})"
+            res.flags.append(T.DEVICE_MEMORY_CONTENDED)
 
     def _evaluate(self, req: T.EvalRequest, res: T.EvalResult, deadline: float) -> None:
         opts, phases = req.options, res.phase_seconds
@@ -633,6 +659,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--slot-dir", required=True)
     p.add_argument("--slot-index", type=int, default=0)
+    p.add_argument("--gpu-share", type=int, default=1, help="judges of the pool on this GPU (memory budget)")
     p.add_argument("--cache", default=None)
     p.add_argument("--unsafe-no-sandbox", action="store_true")
     a = p.parse_args()
@@ -643,7 +670,7 @@ def main() -> None:
     conn = wire.connection_from_fd(a.fd)
     try:
         iso = isolation.detect(allow_unsafe=a.unsafe_no_sandbox)
-        judge = Judge(a.device, a.slot_dir, a.cache, iso, slot_index=a.slot_index)
+        judge = Judge(a.device, a.slot_dir, a.cache, iso, slot_index=a.slot_index, gpu_share=a.gpu_share)
     except (isolation.SandboxUnavailable, ForkServerGone) as e:
         wire.send(conn, {"op": "hello", "error": str(e)})
         os._exit(2)

@@ -73,6 +73,12 @@ def plan_slots(device: str, workers: int | None, gpus: list[str] | None = None) 
     return [("cuda:0", {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]}) for i in range(n)]
 
 
+def gpu_share(plan: list[tuple[str, dict]], env: dict) -> int:
+    """How many of the pool's slots share this slot's GPU: they split its memory (drk.gym.judge.devicememory)."""
+    gpu = env.get("CUDA_VISIBLE_DEVICES")
+    return sum(1 for _, e in plan if e.get("CUDA_VISIBLE_DEVICES") == gpu) if gpu is not None else 1
+
+
 class SandboxError(RuntimeError):
     """The evaluator refuses to run candidate code: no OS isolation and no explicit unsafe switch."""
 
@@ -80,8 +86,10 @@ class SandboxError(RuntimeError):
 class Slot:
     """One judge process and the thread that feeds it."""
 
-    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, unsafe: bool) -> None:
+    def __init__(self, index: int, device: str, env: dict, root: str, cache_path: str, unsafe: bool,
+                 share: int = 1) -> None:
         self.index, self.device, self.env, self.cache_path, self.unsafe = index, device, env, cache_path, unsafe
+        self.share = share
         self.dir = os.path.join(root, f"slot{index}")
         os.makedirs(self.dir, exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -99,7 +107,8 @@ class Slot:
     def start(self) -> None:
         self.conn, child_fd = wire.socket_pair()
         cmd = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.judge.evaluation", "--fd", str(child_fd), "--device", self.device,
-               "--slot-dir", self.dir, "--slot-index", str(self.index), "--cache", self.cache_path] + (
+               "--slot-dir", self.dir, "--slot-index", str(self.index), "--gpu-share", str(self.share),
+               "--cache", self.cache_path] + (
                ["--unsafe-no-sandbox"] if self.unsafe else [])
         log = open(os.path.join(self.dir, "judge.log"), "ab")
         self.proc = subprocess.Popen(cmd, env=scrubbed_env(**self.env), pass_fds=(child_fd,), stdin=subprocess.DEVNULL,
@@ -178,7 +187,8 @@ class LocalPool(SubmitBackend):
         self.secrets = secret_values()
         cache_path = os.path.join(self.cache_dir, "reference_times.jsonl")
         plan = plan_slots(self.device, workers)
-        self.slots = [Slot(i, dev, env, self.root, cache_path, unsafe_no_sandbox) for i, (dev, env) in enumerate(plan)]
+        self.slots = [Slot(i, dev, env, self.root, cache_path, unsafe_no_sandbox, share=gpu_share(plan, env))
+                      for i, (dev, env) in enumerate(plan)]
         self._alone = _SharedExclusive()
         self._running: dict[int, bool] = {}  # evaluations in flight -> whether another one overlapped them
         self._pending: deque[tuple[T.EvalRequest, Future]] = deque()

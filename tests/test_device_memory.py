@@ -1,0 +1,79 @@
+"""A verdict never depends on the neighbours' memory: each judge sizes its work by a fixed share of its GPU,
+and a candidate's out-of-memory while others held that share is the infrastructure's failure, not the
+kernel's (drk.gym.judge.devicememory). The GPU run of the same question is bench/timing_under_load.py."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from drk.gym import types as T
+from drk.gym.judge import devicememory as dm
+from drk.gym.judge.evaluation import Judge
+from drk.gym.transport.pool import gpu_share, plan_slots
+
+GiB = 2 ** 30
+
+
+def test_budget_is_a_fixed_share_of_the_device_never_the_free_memory():
+    assert dm.budget_bytes(80 * GiB, 4) == int(80 * GiB * dm.SHARE / 4)
+    assert dm.budget_bytes(80 * GiB, 1) == int(80 * GiB * dm.SHARE)
+    assert dm.budget_bytes(80 * GiB, 0) == dm.budget_bytes(80 * GiB, 1)  # never a division by zero
+
+
+def test_slots_sharing_a_gpu_split_it_and_slots_on_other_gpus_do_not_count():
+    plan = plan_slots("cuda", 6, gpus=["0", "1"])
+    shares = [gpu_share(plan, env) for _, env in plan]
+    assert shares == [3] * 6
+    plan = plan_slots("cuda", 3, gpus=["0", "1"])
+    assert sorted(gpu_share(plan, env) for _, env in plan) == [1, 2, 2]
+    assert gpu_share([("cpu", {})], {}) == 1
+
+
+@pytest.mark.parametrize("text, oom", [
+    ("RuntimeError: CUDA out of memory. Tried to allocate 6.00 GiB", True),
+    ("torch.OutOfMemoryError: CUDA out of memory.", True),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)", True),
+    ("cudaErrorMemoryAllocation", True),
+    # Triton's shared-memory limit is the kernel's own choice of block size: never the neighbours'
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 262144", False),
+    ("IndexError: index 4 is out of bounds", False),
+    (None, False),
+])
+def test_device_out_of_memory_is_told_from_other_errors(text, oom):
+    assert dm.is_device_oom(text) is oom
+
+
+def test_starved_only_when_others_left_less_than_the_budget():
+    budget = dm.budget_bytes(80 * GiB, 4)  # 18 GiB
+    # three siblings at their full budgets and the CUDA contexts: this judge still had its share
+    assert not dm.starved(80 * GiB, free=21 * GiB, own_reserved=2 * GiB, budget=budget)
+    # a process outside the pool holds 40 GiB on top of the siblings: the share was not there
+    assert dm.starved(80 * GiB, free=3 * GiB, own_reserved=1 * GiB, budget=budget)
+    assert dm.held_by_others(80 * GiB, 3 * GiB, 1 * GiB) == 76 * GiB
+
+
+def test_settled_free_waits_for_a_dead_process_memory_to_come_back():
+    readings = iter([(10, 80), (30, 80), (50, 80), (50, 80), (50, 80)])
+    assert dm.settled_free(lambda: next(readings), wait_s=2.0, step_s=0.001) == (50, 80)
+
+
+def _oom_result():
+    return T.EvalResult(task="t", verdict=T.RUNTIME_ERROR, error="trial 1/5: RuntimeError: CUDA out of memory.")
+
+
+@pytest.mark.parametrize("free_gib, verdict", [(2, T.INFRA_ERROR), (30, T.RUNTIME_ERROR)])
+def test_a_candidate_oom_is_the_neighbours_failure_only_when_they_held_its_share(monkeypatch, free_gib, verdict):
+    """The judge's decision, with the driver's readings stood in for (no GPU here): 80 GiB device, this
+    judge's share 18 GiB, 1 GiB its own. Free 2 GiB: others held 77, the kernel never had its share;
+    free 30 GiB: it had, and the out-of-memory is its own."""
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (free_gib * GiB, 80 * GiB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 1 * GiB)
+    monkeypatch.setattr(dm, "RELEASE_WAIT_S", 0.0)
+    res = _oom_result()
+    Judge._attribute_oom(SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4)), res)
+    assert res.verdict == verdict
+    assert res.protocol["device_memory_at_failure"]["free_mb"] == free_gib * 1024
+    assert (T.DEVICE_MEMORY_CONTENDED in res.flags) is (verdict == T.INFRA_ERROR)
+    if verdict == T.INFRA_ERROR:
+        assert "neighbours' failure" in res.error and "out of memory" in res.error
