@@ -53,6 +53,19 @@ def pairs(kb: Path) -> list[dict]:
     return out
 
 
+def same_shapes(task: Path, r) -> Path:
+    """The task file the referee must time: drk's own shapes. A task drk scaled down (for its memory budget:
+    flag `scaled_shapes`) is written out with the size constants drk used, so both time the same problem."""
+    constants = (r.shapes or {}).get("constants") or {}
+    if "scaled_shapes" not in r.flags or not constants:
+        return task
+    from drk.tasks.scaling import rewrite_source
+
+    path = Path(tempfile.mkdtemp(prefix="referee-shapes-")) / task.name
+    path.write_text(rewrite_source(task.read_text(), constants))
+    return path
+
+
 def referee(task: Path, solution: Path, compile_ref: bool = False, profiled: bool = False,
             host_ahead: bool = False) -> dict:
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "referee.py"), str(task), str(solution)]
@@ -116,7 +129,7 @@ def main() -> None:
             r = pool.evaluate(EvalRequest(task_from_file(p["task"]), p["solution"].read_text(), popts,
                                           solution=p["name"]))
             drk_s = time.time() - t0
-            ref = referee(p["task"], p["solution"], comp, a.profiled, a.host_ahead)
+            ref = referee(same_shapes(p["task"], r), p["solution"], comp, a.profiled, a.host_ahead)
             mode = "_host_ahead_ms" if a.host_ahead else "_ms"  # which referee loop drk is compared with
             row = {"kernel": p["name"], "verdict": r.verdict, "drk_ms": r.runtime_ms, "drk_ref_ms": r.ref_eager_ms,
                    "drk_speedup": r.speedup, "referee_ms": ref.get("candidate" + mode),
@@ -124,6 +137,7 @@ def main() -> None:
                    "referee": {k: v for k, v in ref.items() if k != "error"},
                    "timing_gate": r.protocol.get("timing_gate"), "reference_timing": r.protocol.get("reference_timing"),
                    "runtime_stats": r.runtime_stats, "flags": r.flags, "seconds": round(time.time() - t0, 1),
+                   "shapes": (r.shapes or {}).get("constants"),
                    "drk_seconds": round(drk_s, 1),
                    "drk_reference_timing_s": round(r.phase_seconds.get("reference_timing", 0.0), 1),
                    **{k: v for k, v in ref.items() if k.endswith("_under_profiler_ms")}}

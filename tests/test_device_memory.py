@@ -71,7 +71,8 @@ def test_a_candidate_oom_is_the_neighbours_failure_only_when_they_held_its_share
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 1 * GiB)
     monkeypatch.setattr(dm, "RELEASE_WAIT_S", 0.0)
     res = _oom_result()
-    Judge._attribute_oom(SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4)), res)
+    blamed_on_neighbours = Judge._attribute_oom(SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4)), res)
+    assert blamed_on_neighbours is (verdict == T.INFRA_ERROR)
     assert res.verdict == verdict
     assert res.protocol["device_memory_at_failure"]["free_mb"] == free_gib * 1024
     assert (T.DEVICE_MEMORY_CONTENDED in res.flags) is (verdict == T.INFRA_ERROR)

@@ -449,7 +449,7 @@ class Judge:
         if self.cuda:  # what sized the task: this judge's share of the device, not what was free
             res.protocol["device_memory_budget_mb"] = self.memory_budget >> 20
         phases = res.phase_seconds
-        failed = outgrown = False
+        failed = outgrown = judge_oom = False
         rep = static.check_source(req.source)
         if not static.rules_enabled():
             res.protocol["static_rules"] = "off"
@@ -488,9 +488,9 @@ class Judge:
         except torch.OutOfMemoryError as e:
             failed = True
             res.verdict, res.correct = T.INFRA_ERROR, False
-            res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a smaller "
-                         f"--input-budget-mb): {harness.short_error(e)}")
-            res.flags.append("task_error")
+            judge_oom = True  # the task's shapes at this budget, unless the neighbours held it (below)
+            res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a "
+                         f"smaller --input-budget-mb): {harness.short_error(e)}")
         except Exception as e:  # a bug in the judge: report it, and free what the failed evaluation held
             failed = True
             res.verdict, res.correct = T.CRASHED, False
@@ -506,8 +506,10 @@ class Judge:
                 res.flags.append(T.PROCESS_SURVIVED)
                 self.exchange.close()  # a survivor may still map it: the next candidate gets a new file
             self.runner = None
-            if self.cuda and res.verdict in (T.RUNTIME_ERROR, T.CRASHED) and devicememory.is_device_oom(res.error):
-                self._attribute_oom(res)
+            if self.cuda and (judge_oom or res.verdict in (T.RUNTIME_ERROR, T.CRASHED)
+                              and devicememory.is_device_oom(res.error)):
+                if not self._attribute_oom(res) and judge_oom:
+                    res.flags.append("task_error")
             self.exchange.fresh()
             phases["total"] = time.monotonic() - t_start
             if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
@@ -526,9 +528,10 @@ class Judge:
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 
-    def _attribute_oom(self, res: T.EvalResult) -> None:
-        """A candidate's out-of-memory, read once its process is gone: the neighbours' failure when what
-        they held left this judge less than its budget (drk.gym.judge.devicememory), else the candidate's."""
+    def _attribute_oom(self, res: T.EvalResult) -> bool:
+        """An out-of-memory (the candidate's, read once its process is gone, or the judge's own): the
+        neighbours' failure when what they held left this judge less than its budget (`infra_error`,
+        drk.gym.judge.devicememory; returns True), else the evaluation's own (its verdict stands)."""
         torch.cuda.empty_cache()  # our cached blocks are ours to give: only others' holdings count against us
         free, total = devicememory.settled_free(torch.cuda.mem_get_info)
         others = devicememory.held_by_others(total, free, torch.cuda.memory_reserved())
@@ -538,6 +541,8 @@ class Judge:
             res.verdict, res.correct = T.INFRA_ERROR, False
             res.error = f"{devicememory.contention_message(total, others, self.memory_budget)} ({res.error[:300]})"
             res.flags.append(T.DEVICE_MEMORY_CONTENDED)
+            return True
+        return False
 
     def _evaluate(self, req: T.EvalRequest, res: T.EvalResult, deadline: float) -> None:
         opts, phases = req.options, res.phase_seconds
