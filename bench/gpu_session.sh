@@ -113,6 +113,7 @@ learn)
     --exclude=checkpoints --exclude=final --exclude="eval_cache.sqlite" --exclude=tensorboard learn-s$SEED
   ;;
 rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories -> SFT), then drk rl vs TRL with evaluation
+  # (EVAL_WORKERS, default 4: the evaluation workers of both sides)
   R=/tmp/rvt; D="python3 -m drk"  # $OUT takes 8 files: only the reports go there
   # The teacher data carried in .dev/learn-collect (`make gpu-prep` collects the recipe's template trajectories on
   # the CPU; SFT reads only their text and verdicts); without it the call collects on the GPU, out of its budget.
@@ -122,7 +123,7 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   for CH in ${CHUNKS:-1 2}; do  # each run gets an equal share of what is left
     echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / $(echo ${CHUNKS:-1 2} | wc -w) )) python3 bench/rl_vs_trl.py --model $R/sft \
       --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps ${STEPS:-4} \
-      --eval-workers 4 --overlap-chunks $CH ${PREFETCH:+--prefetch} --sides ${SIDES:-$([ $CH = 1 ] && echo drk,trl || echo drk)} --out $R-c$CH 2>&1 | cut -c1-900
+      --eval-workers ${EVAL_WORKERS:-4} --overlap-chunks $CH ${PREFETCH:+--prefetch} --sides ${SIDES:-$([ $CH = 1 ] && echo drk,trl || echo drk)} --out $R-c$CH 2>&1 | cut -c1-900
     mkdir -p $OUT/rvt-c$CH; cp $R-c$CH/rl_vs_trl.json $OUT/rvt-c$CH/; cp $R-c$CH/drk/metrics.jsonl $OUT/rvt-c$CH/drk_metrics.jsonl
   done
   ;;

@@ -176,7 +176,7 @@ def part_isolation(kb: Path, out: Path) -> dict:
                         "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                             for k in ("total", "load", "reference", "reference_timing", "compile",
                                                       "correctness", "timing", "profile", "gpu_lock_wait",
-                                                      "runner_start")},
+                                                      "gpu_lock_wait_measure", "runner_start")},
                         "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
                         "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}
     return result

@@ -122,6 +122,19 @@ def test_waits_are_counted_for_the_waiting_thread(tmp_path):
         pass
     holder.join(10)
     assert lock.waited_s() >= 0.3
+    assert lock.waited_s("exclusive") == 0.0  # it waited to work, not to measure
+
+
+def test_a_measurement_s_wait_for_the_others_to_drain_is_counted_apart(tmp_path):
+    log = CTX.Queue()
+    holder = _start(str(tmp_path), "shared", 0.5, log, "h")
+    assert log.get(timeout=20)[1] == "in"
+    lock = DeviceLock("gpu-test", str(tmp_path))
+    with lock.exclusive():
+        pass
+    holder.join(10)
+    assert lock.waited_s("exclusive") >= 0.3
+    assert lock.waited_s() >= lock.waited_s("exclusive")
 
 
 def test_no_lock_on_cpu():

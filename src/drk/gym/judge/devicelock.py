@@ -31,7 +31,9 @@ def lock_dir() -> str:
 class DeviceLock:
     """One GPU's lock, as one holder (a judge's main thread) sees it: `shared()` around work on the GPU,
     `exclusive()` around measurements; `exclusive()` inside `shared()` trades the shared hold for the
-    exclusive one and back. `waited_s()`: the seconds the calling thread has waited for it, in all."""
+    exclusive one and back. `waited_s()`: the seconds the calling thread has waited for it, in all;
+    `waited_s("exclusive")`: of those, the waits for exclusive holds (for a measurement: the other holders
+    draining), the rest being waits for shared ones (work held up by another's measurement)."""
 
     def __init__(self, key: str, directory: str | None = None) -> None:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in key)[:80]
@@ -51,13 +53,16 @@ class DeviceLock:
             os.fchmod(fd, 0o666)
         return fd
 
-    def _flock(self, fd: int, op: int) -> None:
+    def _flock(self, fd: int, op: int, kind: str = "shared") -> None:
         t0 = time.monotonic()
         fcntl.flock(fd, op)
-        self._local.waited = getattr(self._local, "waited", 0.0) + time.monotonic() - t0
+        dt = time.monotonic() - t0
+        self._local.waited = getattr(self._local, "waited", 0.0) + dt
+        if kind == "exclusive":
+            self._local.waited_exclusive = getattr(self._local, "waited_exclusive", 0.0) + dt
 
-    def waited_s(self) -> float:
-        return getattr(self._local, "waited", 0.0)
+    def waited_s(self, kind: str | None = None) -> float:
+        return getattr(self._local, "waited_exclusive" if kind == "exclusive" else "waited", 0.0)
 
     def _pass_turnstile(self) -> None:
         fd = self._open(self.turnstile_path)
@@ -94,9 +99,9 @@ class DeviceLock:
             fcntl.flock(fd, fcntl.LOCK_UN)  # give the shared hold up first: ours would block our own request
         gate = self._open(self.turnstile_path)
         try:
-            self._flock(gate, fcntl.LOCK_EX)  # new shared holders now queue behind us
+            self._flock(gate, fcntl.LOCK_EX, "exclusive")  # new shared holders now queue behind us
             try:
-                self._flock(fd, fcntl.LOCK_EX)
+                self._flock(fd, fcntl.LOCK_EX, "exclusive")
             finally:
                 os.close(gate)
             self._local.fd, self._local.mode = fd, "exclusive"
@@ -114,7 +119,7 @@ class NoLock:
     """Where nothing is measured against a shared device (the CPU path: its figures come from the judge's
     clock and CPU accounting): holds nothing."""
 
-    def waited_s(self) -> float:
+    def waited_s(self, kind: str | None = None) -> float:
         return 0.0
 
     @contextlib.contextmanager

@@ -465,7 +465,7 @@ class Judge:
             return res
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
-        waited0 = self.gpu.waited_s()
+        waited0, waited_x0 = self.gpu.waited_s(), self.gpu.waited_s("exclusive")
         self.runner_start_s = None
         try:
             self._evaluate(req, res, deadline)
@@ -514,6 +514,8 @@ class Judge:
             phases["total"] = time.monotonic() - t_start
             if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
                 phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
+                # of which for its measurements (the others' work draining), the rest its work waiting for theirs
+                phases["gpu_lock_wait_measure"] = round(self.gpu.waited_s("exclusive") - waited_x0, 3)
             if self.runner_start_s is not None:  # overlapped with the previous evaluation when it was a spare
                 phases["runner_start"] = round(self.runner_start_s, 3)
         if outgrown and restarts < MAX_EXCHANGE_RESTARTS:
