@@ -71,10 +71,32 @@ def test_a_candidate_oom_is_the_neighbours_failure_only_when_they_held_its_share
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 1 * GiB)
     monkeypatch.setattr(dm, "RELEASE_WAIT_S", 0.0)
     res = _oom_result()
-    blamed_on_neighbours = Judge._attribute_oom(SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4)), res)
-    assert blamed_on_neighbours is (verdict == T.INFRA_ERROR)
+    whose = Judge._attribute_oom(SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4)), res)
+    assert whose == ("neighbours" if verdict == T.INFRA_ERROR else "own")
     assert res.verdict == verdict
     assert res.protocol["device_memory_at_failure"]["free_mb"] == free_gib * 1024
     assert (T.DEVICE_MEMORY_CONTENDED in res.flags) is (verdict == T.INFRA_ERROR)
     if verdict == T.INFRA_ERROR:
         assert "neighbours' failure" in res.error and "out of memory" in res.error
+
+
+@pytest.mark.parametrize("beside_gib, whose, verdict", [
+    (1, "candidate", T.RUNTIME_ERROR),   # its process gave back 29 GiB: more than the 17 GiB its share left it
+    (28, "task", T.INFRA_ERROR),         # it held 2 GiB: the task's shapes did not fit this budget
+])
+def test_the_judge_running_out_beside_a_candidate_that_hogged_memory_is_the_candidate_s_failure(
+        monkeypatch, beside_gib, whose, verdict):
+    """Attack r01 (GPU): a wrong kernel takes the device's free memory at import, the judge's reference then
+    runs out, and an `infra_error` (never trained on) would hide the wrong kernel. Free memory read with the
+    candidate's process alive (`beside`) and after it is gone (30 GiB) tells what that process held."""
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (30 * GiB, 80 * GiB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 1 * GiB)
+    monkeypatch.setattr(dm, "RELEASE_WAIT_S", 0.0)
+    res = T.EvalResult(task="t", verdict=T.INFRA_ERROR, error="the evaluator ran out of device memory ...")
+    judge = SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4))
+    assert Judge._attribute_oom(judge, res, free_beside=beside_gib * GiB) == whose
+    assert res.verdict == verdict
+    assert res.protocol["device_memory_at_failure"]["candidate_mb"] == (30 - beside_gib) * 1024
+    if whose == "candidate":
+        assert "held 29.0 GiB" in res.error and "out of memory" in res.error  # the pool re-runs it alone first

@@ -7,7 +7,10 @@ and a correct kernel that ran out of memory while sibling workers held most of t
 device's memory over the judges of its pool on that GPU), and an out-of-memory in a candidate stands only
 if, read by the judge once the candidate's process is gone, the memory others held left this judge less
 than its budget: then it is the neighbours' failure (`infra_error`, evaluated again), never the kernel's.
-Both readings come from the driver, outside the candidate's process, after that process has ended.
+The other way round too: when the judge itself runs out while the candidate's process held more than the
+evaluation's share left beside the judge's own (what that process's end gives back to the driver), the
+failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel could hide behind.
+The readings come from the driver, outside the candidate's process.
 """
 from __future__ import annotations
 
@@ -40,6 +43,16 @@ def starved(total: int, free: int, own_reserved: int, budget: int) -> bool:
     return total - held_by_others(total, free, own_reserved) < budget
 
 
+def held_by_candidate(free_beside: int, free_after: int) -> int:
+    """Device bytes the candidate's process held: what its end gave back to the driver."""
+    return max(0, int(free_after) - int(free_beside))
+
+
+def over_share(candidate: int, own_reserved: int, budget: int) -> bool:
+    """Whether the candidate's process held more than the evaluation's share left beside the judge's own."""
+    return candidate > max(0, budget - own_reserved)
+
+
 def settled_free(read, wait_s: float = RELEASE_WAIT_S, step_s: float = 0.1) -> tuple[int, int]:
     """(free, total) from `read()` once it stops growing (a killed process's memory takes a moment to come
     back), at most `wait_s` later."""
@@ -59,3 +72,11 @@ def contention_message(total: int, others: int, budget: int) -> str:
     return (f"the candidate ran out of device memory while other processes held {others / gib:.1f} GiB of the "
             f"GPU's {total / gib:.1f} GiB, leaving this evaluator less than its {budget / gib:.1f} GiB share: the "
             "neighbours' failure, not the kernel's; evaluate it again")
+
+
+def hog_message(candidate: int, own: int, budget: int) -> str:
+    gib = 2 ** 30
+    return (f"the candidate's process held {candidate / gib:.1f} GiB of device memory between its calls, more than the "
+            f"{max(0, budget - own) / gib:.1f} GiB this evaluation's {budget / gib:.1f} GiB share left beside the "
+            "evaluator's own, and the evaluator's work ran out of memory: free what the forward allocates "
+            "(no tensors kept in globals or caches beyond its outputs)")

@@ -501,6 +501,8 @@ class Judge:
             if modules is not None and modules.infra_error and res.verdict != T.OK:
                 res.verdict, res.correct = T.INFRA_ERROR, False  # the judge's compiler failed, not the kernel
                 res.error = modules.infra_error
+            # The device's free memory with the candidate's process still alive: what it held shows once it is gone
+            free_beside = torch.cuda.mem_get_info()[0] if self.cuda and judge_oom else None
             # Every candidate process is thrown away after its one evaluation, with everything it started.
             if self.runner is not None and not self.runner.kill():
                 res.flags.append(T.PROCESS_SURVIVED)
@@ -508,7 +510,7 @@ class Judge:
             self.runner = None
             if self.cuda and (judge_oom or res.verdict in (T.RUNTIME_ERROR, T.CRASHED)
                               and devicememory.is_device_oom(res.error)):
-                if not self._attribute_oom(res) and judge_oom:
+                if self._attribute_oom(res, free_beside) == "task":
                     res.flags.append("task_error")
             self.exchange.fresh()
             phases["total"] = time.monotonic() - t_start
@@ -530,21 +532,35 @@ class Judge:
             torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
         return res
 
-    def _attribute_oom(self, res: T.EvalResult) -> bool:
-        """An out-of-memory (the candidate's, read once its process is gone, or the judge's own): the
-        neighbours' failure when what they held left this judge less than its budget (`infra_error`,
-        drk.gym.judge.devicememory; returns True), else the evaluation's own (its verdict stands)."""
+    def _attribute_oom(self, res: T.EvalResult, free_beside: int | None = None) -> str:
+        """Whose an out-of-memory is (drk.gym.judge.devicememory), read by the driver once the candidate's
+        process is gone. The candidate's, when it was the judge that ran out (`free_beside`: free memory
+        with the candidate's process still alive) while that process held more than the evaluation's share
+        left beside the judge's own: `runtime_error` (attack r01: memory hogged so the judge fails, a verdict
+        escaped). Else the neighbours', when what others held left this judge less than its budget:
+        `infra_error`. Else the evaluation's own: a candidate's out-of-memory stands, the judge's is the task's
+        shapes at this budget. Returns "candidate", "neighbours" or "task" / "own"."""
         torch.cuda.empty_cache()  # our cached blocks are ours to give: only others' holdings count against us
         free, total = devicememory.settled_free(torch.cuda.mem_get_info)
-        others = devicememory.held_by_others(total, free, torch.cuda.memory_reserved())
-        res.protocol["device_memory_at_failure"] = {"total_mb": total >> 20, "free_mb": free >> 20,
-                                                    "others_mb": others >> 20, "budget_mb": self.memory_budget >> 20}
-        if devicememory.starved(total, free, torch.cuda.memory_reserved(), self.memory_budget):
+        own = torch.cuda.memory_reserved()
+        others = devicememory.held_by_others(total, free, own)
+        facts = {"total_mb": total >> 20, "free_mb": free >> 20, "others_mb": others >> 20,
+                 "budget_mb": self.memory_budget >> 20}
+        if free_beside is not None:
+            held = devicememory.held_by_candidate(free_beside, free)
+            facts["candidate_mb"] = held >> 20
+            if devicememory.over_share(held, own, self.memory_budget):
+                res.protocol["device_memory_at_failure"] = facts
+                res.verdict, res.correct = T.RUNTIME_ERROR, False
+                res.error = devicememory.hog_message(held, own, self.memory_budget)
+                return "candidate"
+        res.protocol["device_memory_at_failure"] = facts
+        if devicememory.starved(total, free, own, self.memory_budget):
             res.verdict, res.correct = T.INFRA_ERROR, False
             res.error = f"{devicememory.contention_message(total, others, self.memory_budget)} ({res.error[:300]})"
             res.flags.append(T.DEVICE_MEMORY_CONTENDED)
-            return True
-        return False
+            return "neighbours"
+        return "task" if free_beside is not None else "own"
 
     def _evaluate(self, req: T.EvalRequest, res: T.EvalResult, deadline: float) -> None:
         opts, phases = req.options, res.phase_seconds
