@@ -20,6 +20,35 @@ def test_budget_is_a_fixed_share_of_the_device_never_the_free_memory():
     assert dm.budget_bytes(80 * GiB, 0) == dm.budget_bytes(80 * GiB, 1)  # never a division by zero
 
 
+@pytest.mark.parametrize("raw, share", [("", dm.SHARE), ("0.5", 0.5), (" 0.95 ", 0.95)])
+def test_the_operator_leaves_training_its_part_of_the_gpu(raw, share):
+    assert dm.share_from_env({dm.SHARE_ENV: raw}) == share
+    assert dm.budget_bytes(80 * GiB, 2, dm.share_from_env({dm.SHARE_ENV: raw})) == int(80 * GiB * share / 2)
+
+
+@pytest.mark.parametrize("raw", ["0", "1", "half", "nan", "-0.2"])
+def test_a_share_the_evaluators_cannot_use_is_refused_in_one_line(raw):
+    with pytest.raises(ValueError, match=dm.SHARE_ENV) as e:
+        dm.share_from_env({dm.SHARE_ENV: raw})
+    assert "\n" not in str(e.value)
+
+
+def test_a_gpu_pool_refuses_that_share_before_starting_anything(monkeypatch):
+    from drk.gym.transport.pool import LocalPool, SandboxError
+
+    monkeypatch.setenv(dm.SHARE_ENV, "2")
+    with pytest.raises(SandboxError, match="DRK_GPU_MEMORY_SHARE='2'"):
+        LocalPool(device="cuda", workers=1, unsafe_no_sandbox=True)  # refused before any sandbox or GPU is needed
+
+
+def test_the_share_reaches_the_judge_and_never_the_candidate():
+    from drk.gym.sandbox.audit import candidate_env, scrubbed_env
+
+    env = {dm.SHARE_ENV: "0.5", "PATH": "/usr/bin"}
+    assert scrubbed_env(env)[dm.SHARE_ENV] == "0.5"
+    assert dm.SHARE_ENV not in candidate_env(env)
+
+
 def test_slots_sharing_a_gpu_split_it_and_slots_on_other_gpus_do_not_count():
     plan = plan_slots("cuda", 6, gpus=["0", "1"])
     shares = [gpu_share(plan, env) for _, env in plan]

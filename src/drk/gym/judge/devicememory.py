@@ -4,7 +4,8 @@ A task's shapes and a candidate's out-of-memory must not depend on what the neig
 moment: sized by the free memory, the same task ran at full shape in one worker and scaled in the next,
 and a correct kernel that ran out of memory while sibling workers held most of the GPU was judged
 `runtime_error`. So every judge sizes its work by a fixed budget, its share of the device (SHARE of the
-device's memory over the judges of its pool on that GPU), and an out-of-memory in a candidate stands only
+device's memory, or the operator's DRK_GPU_MEMORY_SHARE where training holds part of the GPU, over the
+judges of its pool on that GPU), and an out-of-memory in a candidate stands only
 if, read by the judge once the candidate's process is gone, the memory others held left this judge less
 than its budget: then it is the neighbours' failure (`infra_error`, evaluated again), never the kernel's.
 The other way round too: when the judge itself runs out while the candidate's process held more than the
@@ -14,16 +15,36 @@ The readings come from the driver, outside the candidate's process.
 """
 from __future__ import annotations
 
+import os
 import time
 
 SHARE = 0.9  # of a device's memory, split over the judges on it: room for the driver and CUDA contexts
+SHARE_ENV = "DRK_GPU_MEMORY_SHARE"  # the operator's: the part left to the evaluators (training on the same GPU)
 OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "cudaerrormemoryallocation")
 RELEASE_WAIT_S = 1.0  # a dead process's device memory is freed by the driver shortly after it exits
 
 
-def budget_bytes(total_bytes: int, judges_on_device: int) -> int:
-    """One judge's memory budget on a device of `total_bytes` shared by `judges_on_device` judges."""
-    return int(total_bytes * SHARE / max(1, int(judges_on_device)))
+def share_from_env(env: dict | None = None) -> float:
+    """The part of each GPU's memory the evaluators on it may plan for: DRK_GPU_MEMORY_SHARE (a number in
+    (0, 0.95]; lower it where training shares the GPU, e.g. 0.5 for `drk rl` on one GPU), else SHARE.
+    ValueError with a one-line reason for anything else."""
+    raw = (os.environ if env is None else env).get(SHARE_ENV, "").strip()
+    if not raw:
+        return SHARE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 0.95:  # nan fails too
+        raise ValueError(f"{SHARE_ENV}={raw!r}: give the part of each GPU's memory the evaluators may use, a number "
+                         "above 0 and at most 0.95 (the rest is the driver's and the CUDA contexts')")
+    return value
+
+
+def budget_bytes(total_bytes: int, judges_on_device: int, share: float = SHARE) -> int:
+    """One judge's memory budget on a device of `total_bytes` shared by `judges_on_device` judges, the
+    evaluators together planning for `share` of it."""
+    return int(total_bytes * share / max(1, int(judges_on_device)))
 
 
 def is_device_oom(error: str | None) -> bool:

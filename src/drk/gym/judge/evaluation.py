@@ -196,7 +196,8 @@ class Judge:
         self.memory_budget = 0  # bytes of the device this judge and its candidate may use (drk.gym.judge.devicememory)
         if self.cuda:
             torch.cuda.set_device(torch.device(device))
-            self.memory_budget = devicememory.budget_bytes(torch.cuda.mem_get_info()[1], self.gpu_share)
+            self.memory_budget = devicememory.budget_bytes(torch.cuda.mem_get_info()[1], self.gpu_share,
+                                                           devicememory.share_from_env())
         self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
         self.profiler = profiler_mode()
         harness.pin_numerics()

@@ -29,11 +29,13 @@ _ENV_ALLOW = re.compile(
     r"^(PATH|LANG|LC_[A-Z]+|TZ|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|LD_LIBRARY_PATH|TRITON_[A-Z_]+|OMP_NUM_THREADS|"
     r"MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|PYTORCH_[A-Z_]+|NCCL_[A-Z_]+|TORCH_SYMM_MEM_DISABLE_MULTICAST|"
     r"NVSHMEM_DISABLE_NVLS|CC|CXX|PYTHONHASHSEED|TORCHINDUCTOR_[A-Z_]+|DRK_AUDIT|" + "|".join(
-        ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR")) + ")$")
+        ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR",
+         "DRK_GPU_MEMORY_SHARE")) + ")$")
 # The operator's switches the judge reads (its environment is scrubbed too, so each must be allowed above to
 # reach it at all); the judge takes them out of the candidate's environment, which has no use for them.
 # DRK_AUDIT stays: the candidate process's runner reads it before any candidate code exists.
-JUDGE_ONLY = ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR")
+JUDGE_ONLY = ("DRK_BWRAP", "DRK_STATIC_RULES", "DRK_EXEC_GUARD", "DRK_PROFILER", "DRK_GPU_LOCK", "DRK_LOCK_DIR",
+              "DRK_GPU_MEMORY_SHARE")
 
 
 def scrubbed_env(base: dict[str, str] | None = None, **overrides: str) -> dict[str, str]:

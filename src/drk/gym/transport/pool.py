@@ -80,7 +80,8 @@ def gpu_share(plan: list[tuple[str, dict]], env: dict) -> int:
 
 
 class SandboxError(RuntimeError):
-    """The evaluator refuses to run candidate code: no OS isolation and no explicit unsafe switch."""
+    """The evaluator refuses to run candidate code: no OS isolation and no explicit unsafe switch, or an
+    operator's setting it cannot use (the user's to fix, one line)."""
 
 
 class Slot:
@@ -180,6 +181,13 @@ class LocalPool(SubmitBackend):
             self.isolation = isolation.detect(allow_unsafe=unsafe_no_sandbox)
         except isolation.SandboxUnavailable as e:
             raise SandboxError(str(e)) from None
+        if self.device.startswith("cuda"):  # an operator's setting the judges would refuse, refused here once
+            from drk.gym.judge.devicememory import share_from_env
+
+            try:
+                share_from_env()
+            except ValueError as e:
+                raise SandboxError(str(e)) from None
         self.cache_dir = cache_dir or default_cache_dir()
         os.makedirs(self.cache_dir, exist_ok=True)
         self.root = tempfile.mkdtemp(prefix="drk-gym-")
