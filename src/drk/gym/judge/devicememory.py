@@ -11,7 +11,8 @@ than its budget: then it is the neighbours' failure (`infra_error`, evaluated ag
 The other way round too: when the judge itself runs out while the candidate's process held more than the
 evaluation's share left beside the judge's own (what that process's end gives back to the driver), the
 failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel could hide behind.
-The readings come from the driver, outside the candidate's process.
+The readings come from the driver, outside the candidate's process. A neighbour that frees memory between
+the two readings makes the candidate look larger; a pool re-runs every out-of-memory alone before it stands.
 """
 from __future__ import annotations
 
