@@ -95,6 +95,26 @@ def test_only_device_work_is_inside_the_exclusive_hold(monkeypatch):
     assert set(res.phase_seconds) >= {"timing", "profile", "reference_timing"}
 
 
+def test_references_already_timed_take_no_exclusive_hold(monkeypatch):
+    """An exclusive hold stops every other worker's GPU work and waits for theirs to drain: an evaluation
+    whose reference times are all cached (every later candidate of a task, as in RL) takes none for them."""
+    log: list = []
+    c = checks(log, monkeypatch)
+    cached = {"eager": 2.0, "compile": 1.5, "protocol": 0.01}
+    c.j.ref_times = types.SimpleNamespace(get=lambda key: next((v for m, v in cached.items() if key.endswith(f"'{m}')")),
+                                                                None), put=lambda *a: None)
+    c.time_references()
+    assert log == []  # no hold, no compile, no timing
+    assert c._refs == (2.0, 1.5, 0.01)
+    c.measure(timing=True, profile=False)
+    assert log[:1] == ["exclusive+"] and log.count("exclusive+") == 1  # the candidate's own timing only
+    assert c.res.speedup == pytest.approx(4.0)
+    del cached["protocol"]  # one mode missing: timed, in the hold, as before
+    log.clear()
+    c.time_references()
+    assert log == ["exclusive+", "reference-times@exclusive", "exclusive-"]
+
+
 def test_the_candidate_is_never_timed_against_references_timed_beside_it(monkeypatch):
     """Timing without the references timed first is the judge's bug, never a fallback that times them now,
     while candidate code is alive."""
