@@ -530,7 +530,7 @@ class Judge:
             res.evaluator_peak_memory_mb = round(torch.cuda.max_memory_allocated() / 2**20, 2)
             if failed:
                 gc.collect()  # tensors held by the failed evaluation's frames (reference cycles)
-            torch.cuda.empty_cache()  # give cached blocks back so the next task sees the real free memory
+            torch.cuda.empty_cache()  # cached blocks back to the device: the neighbours' readings see only real use
         return res
 
     def _attribute_oom(self, res: T.EvalResult, free_beside: int | None = None) -> str:

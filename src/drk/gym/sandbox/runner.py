@@ -245,7 +245,7 @@ class Runner:
         self.module_name = None
         if self.cuda:
             self.torch.cuda.synchronize()
-            # Hand cached blocks back to the driver: the judge sizes the next task from free memory.
+            # Hand cached blocks back to the driver: memory not in use belongs to the device's other work.
             self.torch.cuda.empty_cache()
         if not quiet:
             self.reply({"op": "unload", "ok": True})
