@@ -101,8 +101,9 @@ def test_references_already_timed_take_no_exclusive_hold(monkeypatch):
     log: list = []
     c = checks(log, monkeypatch)
     cached = {"eager": 2.0, "compile": 1.5, "protocol": 0.01}
-    c.j.ref_times = types.SimpleNamespace(get=lambda key: next((v for m, v in cached.items() if key.endswith(f"'{m}')")),
-                                                                None), put=lambda *a: None)
+    def get(key):
+        return next((v for m, v in cached.items() if key.endswith(f"'{m}')")), None)
+    c.j.ref_times = types.SimpleNamespace(get=get, put=lambda *a: None)
     c.time_references()
     assert log == []  # no hold, no compile, no timing
     assert c._refs == (2.0, 1.5, 0.01)

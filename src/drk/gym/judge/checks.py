@@ -669,19 +669,17 @@ class TrialChecks:
                 self._refs = self._reference_times()
         self.res.phase_seconds["reference_timing"] = time.monotonic() - t0
 
+    def _wanted_reference_times(self) -> dict[str, float | None]:
+        """Each reference time this evaluation needs (torch.compile's only with `compile_baseline`) -> its
+        cached ms, None while not cached."""
+        return {mode: self.j.ref_times.get(self._reference_key(mode)) for mode in ("eager", "compile", "protocol")
+                if mode != "compile" or self.opts.compile_baseline}
+
     def _cached_reference_times(self) -> tuple[float | None, float | None, float | None] | None:
         """`_reference_times`' answer when every time it needs is cached (every later candidate of a task),
         else None."""
-        out = []
-        for mode in ("eager", "compile", "protocol"):
-            if mode == "compile" and not self.opts.compile_baseline:
-                out.append(None)
-                continue
-            ms = self.j.ref_times.get(self._reference_key(mode))
-            if ms is None:
-                return None
-            out.append(ms)
-        return out[0], out[1], out[2]
+        got = self._wanted_reference_times()
+        return None if None in got.values() else (got.get("eager"), got.get("compile"), got.get("protocol"))
 
     def measure(self, *, timing: bool, profile: bool) -> None:
         """The candidate's timing and profile, in one exclusive hold of the GPU (`Judge.on_gpu`): while it
@@ -811,16 +809,10 @@ class TrialChecks:
         rescaling, L2 flush, events, syncs), which `judge_clock_bound` takes off the candidate's. A reference
         time whose gated pass never held (`harness.gate_held`) is used but not cached: every later candidate
         of the task would be measured against the host's launch latency instead of the reference's work."""
-        opts, j = self.opts, self.j
-        out = []
-        for mode in ("eager", "compile", "protocol"):
-            if mode == "compile" and not opts.compile_baseline:
-                out.append(None)
-                continue
-            key = self._reference_key(mode)
-            cached = j.ref_times.get(key)
+        j = self.j
+        got = self._wanted_reference_times()
+        for mode, cached in got.items():
             if cached is not None:
-                out.append(cached)
                 continue
             inputs = self._reference_inputs()
             held = True
@@ -829,10 +821,11 @@ class TrialChecks:
             else:
                 ms, held = self._time_reference(inputs, mode)
             if ms is not None and held:
-                j.ref_times.put(key, ms, {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})
-            out.append(ms)
+                j.ref_times.put(self._reference_key(mode), ms,
+                                {"task": self.res.task, "mode": mode, "gpu": j.versions.get("gpu")})
+            got[mode] = ms
         self._ref_inputs = None  # free before the next step allocates
-        return out[0], out[1], out[2]
+        return got.get("eager"), got.get("compile"), got.get("protocol")
 
     def _time_protocol(self, inputs: list) -> float:
         """Wall ms per call of the timing protocol around a call that does nothing, as the judge's clock

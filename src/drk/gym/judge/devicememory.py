@@ -91,7 +91,7 @@ def settled_free(read, wait_s: float = RELEASE_WAIT_S, step_s: float = 0.1) -> t
 
 def contention_message(total: int, others: int, budget: int) -> str:
     gib = 2 ** 30
-    return (f"the candidate ran out of device memory while other processes held {others / gib:.1f} GiB of the "
+    return (f"this evaluation ran out of device memory while other processes held {others / gib:.1f} GiB of the "
             f"GPU's {total / gib:.1f} GiB, leaving this evaluator less than its {budget / gib:.1f} GiB share: the "
             "neighbours' failure, not the kernel's; evaluate it again")
 

@@ -545,17 +545,16 @@ class Judge:
         free, total = devicememory.settled_free(torch.cuda.mem_get_info)
         own = torch.cuda.memory_reserved()
         others = devicememory.held_by_others(total, free, own)
-        facts = {"total_mb": total >> 20, "free_mb": free >> 20, "others_mb": others >> 20,
-                 "budget_mb": self.memory_budget >> 20}
+        facts = res.protocol["device_memory_at_failure"] = {"total_mb": total >> 20, "free_mb": free >> 20,
+                                                             "others_mb": others >> 20,
+                                                             "budget_mb": self.memory_budget >> 20}
         if free_beside is not None:
             held = devicememory.held_by_candidate(free_beside, free)
             facts["candidate_mb"] = held >> 20
             if devicememory.over_share(held, own, self.memory_budget):
-                res.protocol["device_memory_at_failure"] = facts
                 res.verdict, res.correct = T.RUNTIME_ERROR, False
                 res.error = devicememory.hog_message(held, own, self.memory_budget)
                 return "candidate"
-        res.protocol["device_memory_at_failure"] = facts
         if devicememory.starved(total, free, own, self.memory_budget):
             res.verdict, res.correct = T.INFRA_ERROR, False
             res.error = f"{devicememory.contention_message(total, others, self.memory_budget)} ({res.error[:300]})"
