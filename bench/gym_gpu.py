@@ -12,6 +12,7 @@ Parts (each writes OUTDIR/<part>.json and prints a short table; a failing part d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import functools
 import json
@@ -141,11 +142,29 @@ def _shipped(kb: Path) -> list[tuple[str, str]]:
             for p in sorted((ROOT / "data" / "solutions" / lvl).glob("*.py"))][:N_DRY or None]
 
 
+def _summary(res: list, wall: float, workers: int) -> dict:
+    gpu_work = ("compile", "correctness", "timing", "profile")
+    beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
+    return {"workers": workers, "evals": len(res), "wall_s": wall, "evals_per_min": 60 * len(res) / wall,
+            "verdicts": {r.solution: r.verdict for r in res},
+            "sandbox": sorted({r.versions.get("sandbox", "?") for r in res}),
+            "median_beyond_gpu_work_s": statistics.median(beyond),
+            "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
+                                for k in ("total", "load", "reference", "reference_timing", "compile",
+                                          "correctness", "timing", "profile", "gpu_lock_wait",
+                                          "gpu_lock_wait_measure", "runner_start")},
+            "phases_s": {r.solution: {k: round(v, 3) for k, v in r.phase_seconds.items()} for r in res},
+            "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
+            "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}
+
+
 def part_isolation(kb: Path, out: Path) -> dict:
     """Evaluations per minute over the shipped level 1-2 solutions with 4 workers sharing one GPU, with the
     OS sandbox on and off (the fork server and a fresh process per candidate in both), side by side in one
     run; and per evaluation the time beyond compile and the GPU checks (reference, candidate process
-    start-up, load). Inputs capped at 512 MB a task so 4 evaluations fit the GPU at once."""
+    start-up, load). Inputs capped at 512 MB a task so 4 evaluations fit the GPU at once. GYM_PASSES=2: the
+    same solutions again once every task's reference times are cached, as in RL or repeated samples (the
+    mode's figures are the last pass's, `<mode>_pass1` the first's)."""
     from drk.gym import EvalOptions, EvalRequest, LocalPool
 
     from drk.tasks import task_from_file
@@ -162,23 +181,17 @@ def part_isolation(kb: Path, out: Path) -> dict:
     for mode, unsafe in [m for m in modes if not only or m[0] == f"sandbox_{only}"]:
         reqs = [EvalRequest(task, src + f"\n# {mode}\n", opts, solution=name) for task, src, name in pairs]
         workers = int(os.environ.get("GYM_WORKERS") or (4 if DEVICE == "cuda" else 2))
+        passes = max(1, int(os.environ.get("GYM_PASSES") or 1))
         with LocalPool(device=DEVICE, workers=workers, cache_dir=str(out / "cache"), unsafe_no_sandbox=unsafe) as pool:
             pool.evaluate_batch(reqs[:workers])  # every slot's judge and fork server start outside the measurement
-            t0 = time.time()
-            res = pool.evaluate_batch(reqs)
-            wall = time.time() - t0
-        gpu_work = ("compile", "correctness", "timing", "profile")
-        beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
-        result[mode] = {"workers": workers, "evals": len(reqs), "wall_s": wall, "evals_per_min": 60 * len(reqs) / wall,
-                        "verdicts": {r.solution: r.verdict for r in res},
-                        "sandbox": sorted({r.versions.get("sandbox", "?") for r in res}),
-                        "median_beyond_gpu_work_s": statistics.median(beyond),
-                        "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
-                                            for k in ("total", "load", "reference", "reference_timing", "compile",
-                                                      "correctness", "timing", "profile", "gpu_lock_wait",
-                                                      "gpu_lock_wait_measure", "runner_start")},
-                        "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
-                        "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}
+            for k in range(passes):  # pass 2 on: every task's reference times cached (RL, STTS, repeated samples)
+                t0 = time.time()
+                batch = reqs if k == 0 else [dataclasses.replace(r, source=f"{r.source}# pass {k + 1}\n") for r in reqs]
+                res = pool.evaluate_batch(batch)
+                wall = time.time() - t0
+                if k + 1 < passes:
+                    result[f"{mode}_pass{k + 1}"] = _summary(res, wall, workers)
+        result[mode] = _summary(res, wall, workers)
     return result
 
 

@@ -129,3 +129,26 @@ def test_the_judge_running_out_beside_a_candidate_that_hogged_memory_is_the_cand
     assert res.protocol["device_memory_at_failure"]["candidate_mb"] == (30 - beside_gib) * 1024
     if whose == "candidate":
         assert "held 29.0 GiB" in res.error and "out of memory" in res.error  # the pool re-runs it alone first
+
+
+@pytest.mark.parametrize("held_gib, own_gib, whose", [
+    (15, 1, "candidate"),  # under the 17 GiB beside the judge's own, over the candidate's half (9 GiB)
+    (8, 1, "task"),        # within its half: a correct kernel's inputs, outputs and cached intermediates
+    (7, 12, "candidate"),  # within its half, but over what the judge's own 12 GiB left of the share
+])
+def test_a_candidate_holding_just_under_what_the_judge_left_is_still_blamed_past_its_half(
+        monkeypatch, held_gib, own_gib, whose):
+    """Attack r01's variant: a wrong kernel that guesses the share (90 % of the device over the workers) and
+    holds just under what the judge's own leaves of it, so that the judge's next allocation, not its
+    reading, runs out (`task_error`, never trained on). A task is sized so that its inputs x 10 fit the
+    share and a correct evaluation holds at most ~6x (judge and candidate together), so the candidate's
+    half of the share is room for any correct kernel: past it, the judge's out-of-memory is the
+    candidate's."""
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (30 * GiB, 80 * GiB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: own_gib * GiB)
+    monkeypatch.setattr(dm, "RELEASE_WAIT_S", 0.0)
+    res = T.EvalResult(task="t", verdict=T.INFRA_ERROR, error="the evaluator ran out of device memory ...")
+    judge = SimpleNamespace(memory_budget=dm.budget_bytes(80 * GiB, 4))  # 18 GiB
+    assert Judge._attribute_oom(judge, res, free_beside=(30 - held_gib) * GiB) == whose
+    assert res.verdict == (T.RUNTIME_ERROR if whose == "candidate" else T.INFRA_ERROR)

@@ -8,9 +8,9 @@ device's memory, or the operator's DRK_GPU_MEMORY_SHARE where training holds par
 judges of its pool on that GPU), and an out-of-memory in a candidate stands only
 if, read by the judge once the candidate's process is gone, the memory others held left this judge less
 than its budget: then it is the neighbours' failure (`infra_error`, evaluated again), never the kernel's.
-The other way round too: when the judge itself runs out while the candidate's process held more than the
-evaluation's share left beside the judge's own (what that process's end gives back to the driver), the
-failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel could hide behind.
+The other way round too: when the judge itself runs out while the candidate's process held more than its
+part of the evaluation's share (half, or less where the judge's own left less; what that process's end gives
+back to the driver), the failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel could hide behind.
 The readings come from the driver, outside the candidate's process. A neighbour that frees memory between
 the two readings makes the candidate look larger; a pool re-runs every out-of-memory alone before it stands.
 """
@@ -22,6 +22,7 @@ import time
 SHARE = 0.9  # of a device's memory, split over the judges on it: room for the driver and CUDA contexts
 SHARE_ENV = "DRK_GPU_MEMORY_SHARE"  # the operator's: the part left to the evaluators (training on the same GPU)
 OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "cudaerrormemoryallocation")
+CANDIDATE_PART = 0.5  # of an evaluation's share, the most its candidate's process may hold (`candidate_part`)
 RELEASE_WAIT_S = 1.0  # a dead process's device memory is freed by the driver shortly after it exits
 
 
@@ -70,9 +71,20 @@ def held_by_candidate(free_beside: int, free_after: int) -> int:
     return max(0, int(free_after) - int(free_beside))
 
 
+def candidate_part(own_reserved: int, budget: int) -> int:
+    """The device bytes a candidate's process may hold while the judge works: half the evaluation's share,
+    and never more than the judge's own left of it. Half, because a task is sized so that its inputs x 10
+    (`DEVICE_MEMORY_FACTOR`) fit the share and a correct evaluation holds at most ~6x its inputs, judge and
+    candidate together: any correct kernel (its inputs, outputs, poison block, the caching allocator's
+    intermediates and its CUDA context) fits in its half. Without the half, a candidate that guessed the
+    share could hold just under what the judge's own left and make the judge's next allocation fail, a
+    task's failure (attack r01's variant)."""
+    return max(0, min(budget - own_reserved, int(budget * CANDIDATE_PART)))
+
+
 def over_share(candidate: int, own_reserved: int, budget: int) -> bool:
-    """Whether the candidate's process held more than the evaluation's share left beside the judge's own."""
-    return candidate > max(0, budget - own_reserved)
+    """Whether the candidate's process held more than its part of the evaluation's share (`candidate_part`)."""
+    return candidate > candidate_part(own_reserved, budget)
 
 
 def settled_free(read, wait_s: float = RELEASE_WAIT_S, step_s: float = 0.1) -> tuple[int, int]:
@@ -99,6 +111,6 @@ def contention_message(total: int, others: int, budget: int) -> str:
 def hog_message(candidate: int, own: int, budget: int) -> str:
     gib = 2 ** 30
     return (f"the candidate's process held {candidate / gib:.1f} GiB of device memory between its calls, more than the "
-            f"{max(0, budget - own) / gib:.1f} GiB this evaluation's {budget / gib:.1f} GiB share left beside the "
-            "evaluator's own, and the evaluator's work ran out of memory: free what the forward allocates "
-            "(no tensors kept in globals or caches beyond its outputs)")
+            f"{candidate_part(own, budget) / gib:.1f} GiB it may hold of this evaluation's {budget / gib:.1f} GiB share "
+            "(half, or what the evaluator's own left), and the evaluator's work ran out of memory: free what the "
+            "forward allocates (no tensors kept in globals or caches beyond its outputs)")
