@@ -10,7 +10,8 @@ if, read by the judge once the candidate's process is gone, the memory others he
 than its budget: then it is the neighbours' failure (`infra_error`, evaluated again), never the kernel's.
 The other way round too: when the judge itself runs out while the candidate's process held more than its
 part of the evaluation's share (half, or less where the judge's own left less; what that process's end gives
-back to the driver), the failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel could hide behind.
+back to the driver), the failure is the candidate's (`runtime_error`), never an `infra_error` a wrong kernel
+could hide behind.
 The readings come from the driver, outside the candidate's process. A neighbour that frees memory between
 the two readings makes the candidate look larger; a pool re-runs every out-of-memory alone before it stands.
 """
@@ -111,6 +112,6 @@ def contention_message(total: int, others: int, budget: int) -> str:
 def hog_message(candidate: int, own: int, budget: int) -> str:
     gib = 2 ** 30
     return (f"the candidate's process held {candidate / gib:.1f} GiB of device memory between its calls, more than the "
-            f"{candidate_part(own, budget) / gib:.1f} GiB it may hold of this evaluation's {budget / gib:.1f} GiB share "
-            "(half, or what the evaluator's own left), and the evaluator's work ran out of memory: free what the "
+            f"{candidate_part(own, budget) / gib:.1f} GiB it may hold of this evaluation's {budget / gib:.1f} GiB "
+            "share (half, or what the evaluator's own left), and the evaluator's work ran out of memory: free what the "
             "forward allocates (no tensors kept in globals or caches beyond its outputs)")
