@@ -539,8 +539,8 @@ class Judge:
         with the candidate's process still alive) while that process held more than its part of the
         evaluation's share (`devicememory.candidate_part`): `runtime_error` (attack r01: memory hogged so the
         judge fails, a verdict escaped). Else the neighbours', when what others held left this judge less
-        than its budget: `infra_error`. Else the evaluation's own: a candidate's out-of-memory stands, the judge's is the task's
-        shapes at this budget. Returns "candidate", "neighbours" or "task" / "own"."""
+        than its budget: `infra_error`. Else the evaluation's own: a candidate's out-of-memory stands, the
+        judge's is the task's shapes at this budget. Returns "candidate", "neighbours" or "task" / "own"."""
         torch.cuda.empty_cache()  # our cached blocks are ours to give: only others' holdings count against us
         free, total = devicememory.settled_free(torch.cuda.mem_get_info)
         own = torch.cuda.memory_reserved()
