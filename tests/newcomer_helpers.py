@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 from conftest import ROOT
@@ -46,3 +48,15 @@ def assert_short_error(res, code: int = 2) -> str:
 
 def read_jsonl(p: Path) -> list[dict]:
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
+
+
+def popen_interruptible(args: list[str], **kw) -> subprocess.Popen:
+    """Popen whose child takes Ctrl-C (SIGINT) as a user's terminal would give it. A shell that starts a job in
+    the background without job control (`cmd &` in a script, a CI runner) makes it ignore SIGINT, the child
+    inherits that, and a test of what Ctrl-C does would read a run that was never interrupted. A Python
+    handler in this process is reset to the default at exec, so the child starts with SIGINT's default."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(args, **kw)
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from conftest import ROOT
 from drk.cli import app
 from drk.testing.scripted_server import ScriptedServer
-from newcomer_helpers import CPU, QUERIES, assert_short_error, read_jsonl, solution_for
+from newcomer_helpers import CPU, QUERIES, assert_short_error, popen_interruptible, read_jsonl, solution_for
 
 runner = CliRunner()
 
@@ -86,8 +86,8 @@ def test_sigint_mid_run_keeps_finished_episodes_and_prints_resume_hint(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     with ScriptedServer(slow) as srv:
         args = eval_args(out, srv.base_url, "1,3,7") + ["--wave", "1"]
-        proc = subprocess.Popen([sys.executable, "-m", "drk", *args], env=env, cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = popen_interruptible([sys.executable, "-m", "drk", *args], env=env, cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 600
         while time.time() < deadline and not read_jsonl(out / "episodes.jsonl"):
             time.sleep(0.2)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from drk.cli import app
-from newcomer_helpers import assert_short_error
+from newcomer_helpers import assert_short_error, popen_interruptible
 
 runner = CliRunner()
 DEMO = str(ROOT / "data/trajectories/demo.jsonl")
@@ -76,8 +76,8 @@ def test_sft_sigint_saves_a_checkpoint_and_the_same_command_resumes_to_the_same_
     log = tmp_path / "log"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
     with open(log, "w") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "drk", *sft_args(out)], env=env, cwd=ROOT,
-                                stdout=f, stderr=subprocess.PIPE, text=True)
+        proc = popen_interruptible([sys.executable, "-m", "drk", *sft_args(out)], env=env, cwd=ROOT,
+                                   stdout=f, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 300
         while "'loss'" not in log.read_text():  # the trainer prints each step's logs
             assert proc.poll() is None and time.time() < deadline, "training ended before it could be interrupted"
