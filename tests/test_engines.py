@@ -640,3 +640,90 @@ def test_the_engine_kind_the_user_names_is_the_one_built(tmp_path, tiny):
     tokenizer.save_pretrained(tmp_path / "m")
     eng = load_engine(EngineOptions(model=str(tmp_path / "m"), base_url="http://127.0.0.1:9/v1", kind="hf"), "cpu")
     assert isinstance(eng, HFEngine)
+
+
+def test_hf_generation_holds_the_gpu_shared_and_lets_measurements_in_at_each_sync_point(tiny):
+    """`drk rl` generates (the next step's first turns, the next chunk) while the evaluators on the same GPU
+    measure kernels: the policy's decode steps, time-sliced with a candidate's timed calls, changed that
+    candidate's time (and so its reward) and slowed the evaluation. So the engine runs its GPU work inside
+    `gpu_hold` (the evaluators' lock, shared) and lets go at each point where the device has finished the
+    steps so far (every `sync_every` decode steps), where a waiting measurement takes the GPU. The tokens are
+    the same with and without it."""
+    model, tokenizer = tiny
+    events, state = [], {"held": False}
+
+    class Hold:
+        def __enter__(self):
+            assert not state["held"], "the hold is taken twice"
+            state["held"] = True
+            events.append("enter")
+
+        def __exit__(self, *exc):
+            state["held"] = False
+            events.append("exit")
+
+    calls = []
+    engine = HFEngine(model, tokenizer, decode="dynamic", sync_every=4)
+    inner = engine.model.forward
+
+    def forward(*a, **k):  # every forward of the model (prefill and each decode step) runs inside the hold
+        calls.append(state["held"])
+        return inner(*a, **k)
+
+    params = SamplingParams(temperature=1.0, max_new_tokens=24, seed=3, stop=[])
+    want = engine.generate(CONVS, params)
+    engine.gpu_hold = Hold
+    engine.model.forward = forward
+    try:
+        got = engine.generate(CONVS, params)
+    finally:
+        del engine.model.forward
+    assert [g.token_ids for gs in got for g in gs] == [g.token_ids for gs in want for g in gs]
+    assert calls and all(calls), "a forward ran outside the hold"
+    assert not state["held"] and events[-1] == "exit"
+    steps = max(len(g.token_ids) for gs in got for g in gs)
+    # one hold per prefill, then one more after each sync point passed without every row done
+    assert events.count("enter") == events.count("exit") >= 1 + (steps - 1) // 4
+
+
+def test_no_decode_step_runs_while_a_measurement_holds_the_gpu_lock(tiny, tmp_path):
+    """The same with the evaluators' real lock (drk.gym.judge.devicelock, in a folder of its own): a thread
+    that takes it exclusively, as a judge timing a kernel does, over and over while the engine generates,
+    never sees a forward of the policy's run inside its hold, and the generation still finishes."""
+    from drk.gym.judge.devicelock import DeviceLock
+
+    lock = DeviceLock("test-gpu", directory=str(tmp_path))
+    model, tokenizer = tiny
+    engine = HFEngine(model, tokenizer, decode="dynamic", sync_every=2)
+    engine.gpu_hold = lock.shared
+    state = {"measuring": False, "overlaps": 0, "holds": 0, "stop": False}
+    inner = engine.model.forward
+
+    def forward(*a, **k):
+        if state["measuring"]:
+            state["overlaps"] += 1
+        out = inner(*a, **k)
+        if state["measuring"]:
+            state["overlaps"] += 1
+        return out
+
+    def measure():
+        while not state["stop"]:
+            with lock.exclusive():
+                state["measuring"] = True
+                time.sleep(0.01)
+                state["measuring"] = False
+                state["holds"] += 1
+            time.sleep(0.002)
+
+    engine.model.forward = forward
+    t = threading.Thread(target=measure)
+    t.start()
+    try:
+        gens = engine.generate(CONVS, SamplingParams(temperature=1.0, max_new_tokens=40, seed=5, stop=[]))
+    finally:
+        state["stop"] = True
+        t.join()
+        del engine.model.forward
+    assert all(g.token_ids for gs in gens for g in gs)
+    assert state["holds"] >= 3 and state["overlaps"] == 0

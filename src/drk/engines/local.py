@@ -196,6 +196,10 @@ class HFEngine(ChatTemplateEngine):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids) if self.stop_ids else 0
         self._usage = UsageCounter()
+        # Context managers under which this engine's GPU work runs, let go at each sync point: `drk rl` sets the
+        # evaluators' lock on the policy's GPU (drk.gym.gpu_work_hold), so no decode step runs while a kernel
+        # there is timed. None: nothing to hold.
+        self.gpu_hold: Any = None
         self.timing = {"prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0, "padded_prompt_tokens": 0}
 
     def take_timing(self) -> dict:
@@ -332,7 +336,8 @@ class HFEngine(ChatTemplateEngine):
         done = torch.zeros(rows, dtype=torch.bool, device=device)
         tokens, logps = [], []
         t0 = time.perf_counter()
-        with torch.no_grad():
+        hold = _Hold(self.gpu_hold)
+        with torch.no_grad(), hold:
             try:
                 step_logits = decoder.prefill(prompts)
             except RuntimeError as exc:  # a graph capture the model's forward does not allow: eager from now on
@@ -355,13 +360,16 @@ class HFEngine(ChatTemplateEngine):
                 done = done | torch.isin(ids, stop_ids)
                 if params.stop:
                     done = done | self._stop_string_rows(tokens, params.stop, device)
-                last = step + 1 == params.max_new_tokens
-                if last or ((step + 1) % self.sync_every == 0 and bool(done.all())):  # GPU->CPU sync
+                if step + 1 == params.max_new_tokens:
                     break
+                if (step + 1) % self.sync_every == 0:
+                    if bool(done.all()):  # GPU->CPU sync: every step so far has run on the device
+                        break
+                    hold.let_in()  # so a measurement waiting for the GPU takes it now, between two steps
                 step_logits = decoder.step(ids)
-        decoder.finish()
-        all_ids = torch.stack(tokens, 1).tolist()  # GPU->CPU sync (once per chunk)
-        all_lps = torch.stack(logps, 1).tolist()   # GPU->CPU sync
+            decoder.finish()
+            all_ids = torch.stack(tokens, 1).tolist()  # GPU->CPU sync (once per chunk)
+            all_lps = torch.stack(logps, 1).tolist()   # GPU->CPU sync
         self.timing["prefill_s"] += t1 - t0
         self.timing["decode_s"] += time.perf_counter() - t1
         self.timing["decode_steps"] += len(tokens)
@@ -403,3 +411,27 @@ class HFEngine(ChatTemplateEngine):
             if find_stop_string(self.tokenizer.decode(ids[:k], skip_special_tokens=False), stops) >= 0:
                 return k
         return len(ids)
+
+
+class _Hold:
+    """Holds `factory()` (a context manager, e.g. the GPU lock's shared hold) over a block of GPU work, and
+    lets others in at points where the device has finished the work so far (`let_in`: out and in again)."""
+
+    def __init__(self, factory: Any) -> None:
+        self.factory, self.held = factory, None
+
+    def __enter__(self) -> "_Hold":
+        if self.factory is not None:
+            self.held = self.factory()
+            self.held.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+
+    def let_in(self) -> None:
+        if self.held is not None:
+            self.__exit__()
+            self.__enter__()

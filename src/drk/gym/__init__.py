@@ -42,7 +42,7 @@ forges the in-process profiler or timer by less than the judge's clock can see (
 from drk.gym.transport.pool import LocalPool, detect_device
 from drk.gym.types import EvalOptions, EvalRequest, EvalResult, Gym
 
-__all__ = ["EvalOptions", "EvalRequest", "EvalResult", "Gym", "LocalPool", "detect_device", "evaluate"]
+__all__ = ["EvalOptions", "EvalRequest", "EvalResult", "Gym", "LocalPool", "detect_device", "evaluate", "gpu_work_hold"]
 
 
 def evaluate(request: EvalRequest, pool: LocalPool | None = None) -> EvalResult:
@@ -51,3 +51,14 @@ def evaluate(request: EvalRequest, pool: LocalPool | None = None) -> EvalResult:
         return pool.evaluate(request)
     with LocalPool(device=request.options.device, workers=1) as p:
         return p.evaluate(request)
+
+
+def gpu_work_hold(device: str):
+    """For a process that runs its own work on a GPU where evaluators measure (a policy generating while its
+    kernels are judged): a factory of context managers to run that work in. Each holds the GPU's evaluator
+    lock shared (`drk.gym.judge.devicelock`), so a measurement waits for the work in flight and the work
+    waits for the measurement, as the evaluators' own work does. Holds nothing on CPU or with
+    DRK_GPU_LOCK=off."""
+    from drk.gym.judge import devicelock
+
+    return devicelock.for_device(device).shared

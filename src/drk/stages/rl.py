@@ -741,6 +741,10 @@ def _engine(cfg: RLConfig, accelerator, model, tok):
 
         engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}",
                           deterministic=cfg.deterministic_generation, decode=cfg.decode)
+        if accelerator.device.type == "cuda":  # no decode step while an evaluator times a kernel on this GPU
+            from drk.gym import gpu_work_hold
+
+            engine.gpu_hold = gpu_work_hold(str(accelerator.device))
     return TimedEngine(engine)
 
 
