@@ -146,14 +146,10 @@ def _summary(res: list, wall: float, workers: int) -> dict:
     # the required work: compile, the checks, the candidate's measurements and the references' (when not cached)
     gpu_work = ("compile", "correctness", "timing", "profile", "reference_timing")
     beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
-    # and of that, what is not waiting for the other workers' GPU work (the lock's waits fall inside the phases
-    # too, so this is a floor: the isolation's own cost per evaluation)
-    own = [max(0.0, b - r.phase_seconds.get("gpu_lock_wait", 0.0)) for b, r in zip(beyond, res)]
     return {"workers": workers, "evals": len(res), "wall_s": wall, "evals_per_min": 60 * len(res) / wall,
             "verdicts": {r.solution: r.verdict for r in res},
             "sandbox": sorted({r.versions.get("sandbox", "?") for r in res}),
             "median_beyond_gpu_work_s": statistics.median(beyond),
-            "median_beyond_gpu_work_and_lock_waits_s": statistics.median(own),
             "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                 for k in ("total", "load", "reference", "reference_timing", "compile",
                                           "correctness", "timing", "profile", "gpu_lock_wait",
