@@ -57,3 +57,16 @@ def test_own_kernels_stay_ok(corpus_results, path: Path):
     assert r.flags == ["scaled_shapes"] or set(r.flags) <= {"scaled_shapes", "low_coverage"}
     assert r.coverage is not None and r.coverage > 0.5
     assert r.triton_kernels, "the kernels that ran must be recorded"
+
+
+@pytest.mark.parametrize("path", QUERY_SOLUTIONS[:2], ids=[p.stem for p in QUERY_SOLUTIONS[:2]])
+def test_the_probe_steps_time_is_split_by_who_spent_it(corpus_results, path: Path):
+    """To find what makes one task's checks slow, every probe step's time is split into the judge's inputs and
+    reference, the candidate's forward with its exchange, and within that the call itself; none can exceed the
+    steps' own time (trial 1's, in `compile`, and the rest's, in `correctness`)."""
+    ph = corpus_results[f"query_solutions/{path.name}"].phase_seconds
+    parts = [ph.get(f"correctness_{k}") for k in ("reference", "candidate", "candidate_call")]
+    assert all(isinstance(x, float) and x > 0 for x in parts), ph
+    reference, candidate, call = parts
+    assert call <= candidate <= ph["compile"] + ph["correctness"] + 0.05
+    assert reference <= ph["compile"] + ph["correctness"] + 0.05

@@ -325,8 +325,13 @@ class TrialChecks:
         res.trials = n
         t_first, t_rest = time.monotonic(), None
         previous: tuple | None = None  # digests (reference outputs, candidate outputs) of an earlier trial
+        # Where the probe steps' time goes (the judge's inputs and reference, the candidate's forward and its
+        # exchange, the comparisons: the rest), every probe step with trial 1 (its compile) included, for finding
+        # what makes one task's checks slow
+        parts = dict.fromkeys(("reference", "candidate", "candidate_call"), 0.0)
         for what, k in self.plan:
             with self.j.on_gpu(self.deadline):  # the step's kernels (inputs, reference, candidate, compare)
+                t_step = time.monotonic()
                 if what == "ablation":
                     if not self.ablation():
                         return False
@@ -346,8 +351,13 @@ class TrialChecks:
                     continue
                 if k == 0:
                     inputs = self._first_trial_facts(inputs, refs)
+                harness.sync(self.device)  # the reference's kernels counted as its own, not the exchange's
+                t_cand = time.monotonic()
+                parts["reference"] += t_cand - t_step
                 key = "timing" if (what == "trial" and seed == self.timing_seed) else ""  # the last trial's set
                 reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+                parts["candidate"] += time.monotonic() - t_cand
+                parts["candidate_call"] += float(reply.get("judge_wall_s") or 0.0)
                 if k == 0:
                     res.phase_seconds["compile"] = time.monotonic() - t_first
                     t_rest = time.monotonic()
@@ -423,6 +433,7 @@ class TrialChecks:
                     self._constant_check(refs)
                 del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
         res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
+        res.phase_seconds.update({f"correctness_{name}": round(v, 3) for name, v in parts.items()})
         if self.cuda:
             mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
             res.peak_memory_mb = round(float(mem.get("peak_bytes", 0) or 0) / 2**20, 2)
