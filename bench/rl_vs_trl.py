@@ -124,11 +124,13 @@ def run_trl(a, out: Path) -> dict:
     by_id = {t.id: t for t in tasks}
     rows = [{"prompt": first_messages(t), "task_id": t.id} for t in tasks]
     reward_s: list[float] = []
+    reward_phases: list[dict] = []  # per reward call: its evaluations' median phases (drk's metrics have the same)
     pool = None
     if a.reward == "eval":
         from drk.agent.extract import extract_code
         from drk.gym import EvalOptions, EvalRequest, LocalPool
         from drk.gym.reward import turn_reward
+        from drk.metrics import phase_medians
 
         device = "cuda" if (a.eval_device == "auto" and cuda) else ("cpu" if a.eval_device == "auto" else a.eval_device)
         pool = LocalPool(device=device, workers=a.eval_workers or (4 if cuda else 2))
@@ -143,9 +145,11 @@ def run_trl(a, out: Path) -> dict:
         reqs = [(i, EvalRequest(by_id[tid], code, opts)) for i, (tid, code) in enumerate(zip(task_id, codes))
                 if code is not None]
         out = [0.0] * len(completions)
-        for (i, _), res in zip(reqs, pool.evaluate_batch([r for _, r in reqs])):
+        results = pool.evaluate_batch([r for _, r in reqs])
+        for (i, _), res in zip(reqs, results):
             out[i] = turn_reward(res)
         reward_s.append(time.time() - t0)
+        reward_phases.append(phase_medians(results))
         return out
     ds = Dataset.from_list(rows * (a.steps * a.prompts // max(1, len(rows)) + 1))
     times: list[float] = []
@@ -173,7 +177,8 @@ def run_trl(a, out: Path) -> dict:
             pool.close()
     wall = time.time() - t0
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h or "num_tokens" in h]
-    return {"wall_s": wall, "step_s": times, "reward_s": reward_s, "gpu": gpu.report(),
+    return {"wall_s": wall, "step_s": times, "reward_s": reward_s, "reward_phases_s": reward_phases,
+            "gpu": gpu.report(),
             "steps_per_hour": 3600 / statistics.median(times) if times else None, "log": logs[-a.steps:]}
 
 

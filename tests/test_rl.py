@@ -182,7 +182,8 @@ def test_tiny_recipe_runs_with_the_evaluator(tmp_path):
     m = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in m] == [1, 2] and m[0]["turns"] == 8
     for key in ("reward_mean", "reward_max", "correct", "fast_1", "mrs_kept", "prs_kept", "adv_mean", "loss",
-                "clipfrac_high", "entropy", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "seconds"):
+                "clipfrac_high", "entropy", "grad_norm", "gen_tokens_per_s", "train_tokens_per_s", "seconds",
+                "eval_phases_s"):
         assert key in m[0], key
     assert m[0]["generation"]["decode_steps"] > 0 and m[0]["generation"]["decode_ms_per_step"] > 0
     steps = sorted((tmp_path / "rollouts").glob("step_*.jsonl"))
@@ -191,6 +192,22 @@ def test_tiny_recipe_runs_with_the_evaluator(tmp_path):
     assert {"completion", "feedback", "reward", "verdict", "turn"} <= rec.keys()
     assert json.loads((tmp_path / "rl_config.json").read_text())["algo"]["advantage"] == "trloo"
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step_00002"
+
+
+def test_phase_medians_leave_out_cache_hits_and_count_missing_phases_as_zero():
+    """A step's `eval_phases_s` says where its evaluation time went: cache hits cost nothing and would pull
+    every median to 0; a phase one evaluation lacks (e.g. `timing` after a failed check) did not run there."""
+    from drk.gym.types import EvalResult
+    from drk.metrics import phase_medians
+
+    runs = [EvalResult("t", verdict="ok", phase_seconds={"total": 4.0, "compile": 1.0, "timing": 0.5}),
+            EvalResult("t", verdict="incorrect", phase_seconds={"total": 2.0, "compile": 3.0}),
+            EvalResult("t", verdict="ok", phase_seconds={"total": 6.0, "compile": 2.0, "timing": 0.7}),
+            EvalResult("t", verdict="ok", phase_seconds={"total": 9.0, "compile": 9.0, "cache_hit": 1.0}),
+            EvalResult("t", verdict="infra_error")]  # never evaluated: no total
+    got = phase_medians(runs)
+    assert got == {"n": 3, "total_sum": 12.0, "total": 4.0, "compile": 2.0, "timing": 0.5}
+    assert phase_medians([EvalResult("t", verdict="ok")]) == {"n": 0}
 
 
 def test_paper_recipe_loads():

@@ -16,6 +16,7 @@ they are left out of every denominator and only counted (`infra_errors`).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from typing import Iterable
 
@@ -72,6 +73,21 @@ def summarize(results: list) -> dict:
     for p in FAST_P:
         out[f"fast_{p:g}"] = fast_p(results, p, "speedup")
         out[f"fast_{p:g}_compile"] = fast_p(results, p, "speedup_compile")
+    return out
+
+
+def phase_medians(results: list) -> dict:
+    """Where a batch of evaluations spent its time: `n` evaluated (cache hits left out: they cost nothing), each
+    phase's median seconds over them (a phase an evaluation lacks counts 0: it did not run there), and
+    `total_sum`, the evaluations' totals added (over the workers' count, the batch's floor)."""
+    runs = [ph for ph in (_get(r, "phase_seconds") or {} for r in results)
+            if isinstance(ph, dict) and "total" in ph and not ph.get("cache_hit")]
+    if not runs:
+        return {"n": 0}
+    keys = sorted({k for ph in runs for k, v in ph.items() if isinstance(v, (int, float))})
+    out: dict = {"n": len(runs), "total_sum": round(sum(float(ph["total"]) for ph in runs), 3)}
+    for k in keys:
+        out[k] = round(statistics.median(float(ph.get(k) or 0.0) for ph in runs), 3)
     return out
 
 

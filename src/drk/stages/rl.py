@@ -52,6 +52,7 @@ import torch
 from drk.config import ConfigError, build, expand, load_config, merge
 from drk.engines.base import TimedEngine
 from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
+from drk.metrics import phase_medians
 from drk.records import JsonlWriter, write_json
 from drk.stages.rl_config import RLConfig
 from drk.tasks import Task
@@ -474,6 +475,8 @@ def step_metrics(groups, st: StepTensors, mask_stats, train_stats, times, gen_to
          "gen_tokens": gen_tokens, "gen_tokens_per_s": gen_tokens / max(1e-9, times["generate"]),
          "train_tokens_per_s": train_stats["train_tokens"] / max(1e-9, times["train"]),
          "seconds": dict(times)}
+    results = [t.result for g in groups for ep in g for t in ep.turns if t.result is not None]
+    m["eval_phases_s"] = phase_medians(results)  # where the step's evaluation time went (median per phase)
     m.update(mask_stats)
     m.update(train_stats)
     return m
