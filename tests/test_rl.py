@@ -283,10 +283,53 @@ def test_prefetch_generates_the_next_steps_first_turns_while_this_ones_are_judge
     metrics = []
     train(on, env=_logging_toy_env(log), on_step=metrics.append)
     assert [m["first_turns_ahead"] for m in metrics] == [False, True, True]
-    # per step: its 4 kernels submitted, the next step's first turns generated, then the 4 waits; the last
-    # step has nothing to generate ahead and judges its kernels in one batch
-    assert log == ["submit"] * 4 + ["ahead2"] + ["wait"] * 4 + ["submit"] * 4 + ["ahead3"] + ["wait"] * 4, log
+    # step 1: its 4 kernels submitted, step 2's first turns generated and their 4 kernels submitted at once (judged
+    # while step 1 scores and trains), then step 1's 4 waits; step 2 submits nothing of its own (already with
+    # the evaluator), generates and submits step 3's, waits for its own; the last step only waits
+    assert log == (["submit"] * 4 + ["ahead2"] + ["submit"] * 4 + ["wait"] * 4 + ["ahead3"] + ["submit"] * 4
+                   + ["wait"] * 4 + ["wait"] * 4), log
     off = load_config(RLConfig, None, {**base, "out": str(tmp_path / "off")})
     train(off, env=toy_env())
     assert _steps_state(tmp_path / "on") == _steps_state(tmp_path / "off")
     assert all(m["turns"] == 4 for m in metrics)
+    # an evaluator that takes only whole batches (no submit): the turns generated ahead are judged in the next step
+    assert not hasattr(toy_env().gym, "submit")
+    whole = load_config(RLConfig, None, {**base, "prefetch": True, "out": str(tmp_path / "whole")})
+    batches = []
+    train(whole, env=toy_env(), on_step=batches.append)
+    assert [m["first_turns_ahead"] for m in batches] == [False, True, True] and all(m["turns"] == 4 for m in batches)
+    assert _steps_state(tmp_path / "whole") == _steps_state(tmp_path / "off")
+
+
+def test_scoring_and_training_run_inside_the_evaluators_gpu_hold(tmp_path, monkeypatch):
+    """With `prefetch` the next step's kernels are judged while this step scores and trains on the same GPU, so
+    every forward of the trainer runs inside the evaluators' lock held shared (a kernel timed beside it would
+    be time-sliced with it), and the hold is let go between micro-batches so a waiting measurement goes first."""
+    from contextlib import contextmanager
+
+    state, log = {"held": 0}, []
+
+    @contextmanager
+    def shared():
+        state["held"] += 1
+        log.append("in")
+        try:
+            yield
+        finally:
+            state["held"] -= 1
+            log.append("out")
+    monkeypatch.setattr(rl, "_gpu_work_hold", lambda accelerator: shared)
+    forward = rl.completion_logprobs
+
+    def logged(*a, **kw):
+        log.append("forward" if state["held"] else "forward outside the hold")
+        return forward(*a, **kw)
+    monkeypatch.setattr(rl, "completion_logprobs", logged)
+    cfg = load_config(RLConfig, None, {**TOY, "steps": 1, "prompts_per_step": 2, "rollouts": 4,
+                                       "micro_batch_tokens": 64, "out": str(tmp_path)})
+    train(cfg, env=toy_env())
+    forwards = [k for k, x in enumerate(log) if x.startswith("forward")]
+    assert len(forwards) >= 4 and "forward outside the hold" not in log, log
+    # two forwards (scoring, then training) never share one hold: out and in again between them
+    assert all("out" in log[a:b] and "in" in log[a:b] for a, b in zip(forwards, forwards[1:])), log
+    assert state["held"] == 0

@@ -217,39 +217,76 @@ def generate_turn(episodes: list[Episode], engine: Engine, cfg: EpisodeConfig) -
         if episodes else []
 
 
+@dataclass
+class Started:
+    """A turn whose replies were made earlier and whose kernels are already with the evaluator
+    (`start_turn`), for `step(started=...)`."""
+    episodes: list[Episode]
+    turns: list[Turn]
+    pending: list[tuple[Turn, Future]]
+
+
+def _submit(chunk: list[Episode], ctx_ids: list[list[int]], made: list, gym, cfg: EpisodeConfig,
+            submit: Callable | None) -> tuple[list[Turn], list, list]:
+    """The chunk's turns from its replies `made`; their kernels submitted (`submit`: futures, pending) or, without
+    it, judged here in one batch. Returns (turns, pending, judged)."""
+    turns, reqs, owners = [], [], []
+    for ep, ids, g in zip(chunk, ctx_ids, made):
+        turn = _turn_from(ep, ids, g[0])
+        if turn.code is not None:
+            reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{turn.index}",
+                                    request_id=f"{ep.uuid}/{turn.index}"))
+            owners.append(turn)
+        turns.append(turn)
+    if submit is not None:
+        return turns, [(turn, submit(req)) for turn, req in zip(owners, reqs)], []
+    return turns, [], list(zip(owners, gym.evaluate_batch(reqs) if reqs else []))
+
+
+def start_turn(episodes: list[Episode], gens: list, gym, cfg: EpisodeConfig) -> Started | None:
+    """Hand the kernels of replies made earlier (`generate_turn`, for exactly these episodes in this order) to
+    the evaluator now and return without waiting, so they are judged while the caller does other work (the RL
+    loop: the rest of the current step); `step(started=...)` finishes the turn. None when the evaluator takes
+    no submissions (it judges only whole batches, which would block here)."""
+    submit = getattr(gym, "submit", None)
+    if submit is None:
+        return None
+    if len(gens) != len(episodes):
+        raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
+    ctx_ids = [build_context(ep, cfg.history, cfg.keep)[1] for ep in episodes]
+    turns, pending, _ = _submit(episodes, ctx_ids, gens, gym, cfg, submit)
+    return Started(list(episodes), turns, pending)
+
+
 def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig, *, gens: list | None = None,
-         while_judged: Callable[[], None] | None = None) -> list[Turn]:
+         started: Started | None = None, while_judged: Callable[[], None] | None = None) -> list[Turn]:
     """Advance every episode by one turn. The episodes are generated in `cfg.overlap_chunks` chunks, and each
     chunk's kernels go to the evaluator as soon as they exist, so the evaluator judges one chunk while the
     engine generates the next (one chunk: one generate call, then one batch of evaluations).
     `gens`: the replies, made earlier (`generate_turn`) for exactly these episodes in this order.
+    `started`: the replies made earlier and already with the evaluator (`start_turn`), for these episodes.
     `while_judged`: called once every kernel of the turn is with the evaluator and before waiting for them
     (the RL loop generates its next step's first turns there)."""
-    params = _one_reply(cfg)
     if gens is not None and len(gens) != len(episodes):
         raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
-    k = max(1, min(int(cfg.overlap_chunks), len(episodes)))
-    size = -(-len(episodes) // k) if episodes else 0
+    if started is not None and [id(ep) for ep in started.episodes] != [id(ep) for ep in episodes]:
+        raise ValueError("the turn was started for other episodes")
     turns: list[Turn] = []
     judged: list[tuple[Turn, EvalResult]] = []
     pending: list[tuple[Turn, Future]] = []  # submitted while later chunks are generated
-    submit = getattr(gym, "submit", None) if (k > 1 or while_judged is not None) else None
-    for lo in range(0, len(episodes), max(1, size)):
-        chunk = episodes[lo:lo + size]
-        contexts = [build_context(ep, cfg.history, cfg.keep) for ep in chunk]
-        made = gens[lo:lo + size] if gens is not None else engine.generate([c for c, _ in contexts], params)
-        reqs, owners = [], []
-        for ep, (_, ctx_ids), g in zip(chunk, contexts, made):
-            turn = _turn_from(ep, ctx_ids, g[0])
-            if turn.code is not None:
-                reqs.append(EvalRequest(ep.task, turn.code, cfg.eval_options, solution=f"{ep.uuid}/turn{turn.index}",
-                                        request_id=f"{ep.uuid}/{turn.index}"))
-                owners.append(turn)
-            turns.append(turn)
-        if submit is not None:
-            pending += [(turn, submit(req)) for turn, req in zip(owners, reqs)]
-        else:  # one chunk, or a backend without futures: judged here, in one batch
-            judged += list(zip(owners, gym.evaluate_batch(reqs) if reqs else []))
+    if started is not None:
+        turns, pending = list(started.turns), list(started.pending)
+    else:
+        params = _one_reply(cfg)
+        k = max(1, min(int(cfg.overlap_chunks), len(episodes)))
+        size = -(-len(episodes) // k) if episodes else 0
+        submit = getattr(gym, "submit", None) if (k > 1 or while_judged is not None) else None
+        for lo in range(0, len(episodes), max(1, size)):
+            chunk = episodes[lo:lo + size]
+            contexts = [build_context(ep, cfg.history, cfg.keep) for ep in chunk]
+            made = gens[lo:lo + size] if gens is not None else engine.generate([c for c, _ in contexts], params)
+            t, p, j = _submit(chunk, [ids for _, ids in contexts], made, gym, cfg, submit)
+            turns, pending, judged = turns + t, pending + p, judged + j
     if while_judged is not None:
         while_judged()
     judged += [(turn, fut.result()) for turn, fut in pending]

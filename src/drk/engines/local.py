@@ -336,7 +336,7 @@ class HFEngine(ChatTemplateEngine):
         done = torch.zeros(rows, dtype=torch.bool, device=device)
         tokens, logps = [], []
         t0 = time.perf_counter()
-        hold = _Hold(self.gpu_hold)
+        hold = GpuHold(self.gpu_hold)
         with torch.no_grad(), hold:
             try:
                 step_logits = decoder.prefill(prompts)
@@ -413,14 +413,16 @@ class HFEngine(ChatTemplateEngine):
         return len(ids)
 
 
-class _Hold:
-    """Holds `factory()` (a context manager, e.g. the GPU lock's shared hold) over a block of GPU work, and
-    lets others in at points where the device has finished the work so far (`let_in`: out and in again)."""
+class GpuHold:
+    """Holds `factory()` (a context manager, e.g. the GPU lock's shared hold; None: holds nothing) over a block
+    of GPU work, and lets others in at points where the device has finished the work so far (`let_in`: out
+    and in again). The caller makes sure of that: a hold let go while its kernels still run would let a
+    measurement start beside them."""
 
     def __init__(self, factory: Any) -> None:
         self.factory, self.held = factory, None
 
-    def __enter__(self) -> "_Hold":
+    def __enter__(self) -> "GpuHold":
         if self.factory is not None:
             self.held = self.factory()
             self.held.__enter__()

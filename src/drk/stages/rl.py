@@ -51,6 +51,7 @@ import torch
 
 from drk.config import ConfigError, build, expand, load_config, merge
 from drk.engines.base import TimedEngine
+from drk.engines.local import GpuHold
 from drk.loading import TaskSelection, check_device, check_report_to, load_policy, load_training_tasks
 from drk.metrics import phase_medians
 from drk.records import JsonlWriter, write_json
@@ -208,11 +209,21 @@ def first_turns(cfg: RLConfig, groups: list[list], engine, step: int) -> list:
     return generate_turn([ep for g in groups for ep in g], engine, _episode_config(cfg, step, 0))
 
 
+def start_first(cfg: RLConfig, groups: list[list], first: list, env: Environment, step: int):
+    """The first turns generated ahead (`first_turns`) handed to the evaluator at once, so they are judged
+    while the current step scores and trains (its evaluator otherwise idle then): the same kernels, judged
+    earlier. None when the evaluator takes no submissions."""
+    from drk.agent.episode import start_turn
+
+    return start_turn([ep for g in groups for ep in g], first, env.gym, _episode_config(cfg, step, 0))
+
+
 def rollout(cfg: RLConfig, groups: list[list], engine, env: Environment, step: int, tokenizer, *,
-            first: list | None = None, while_judged: Callable[[], None] | None = None) -> list[list]:
+            first: list | None = None, started=None, while_judged: Callable[[], None] | None = None) -> list[list]:
     """Up to T turns of the episodes in `groups` ([prompt][rollout], from `new_groups`); returns them.
-    `first`: their first-turn replies, generated earlier (`first_turns`). `while_judged`: called while the
-    last turn's kernels are with the evaluator (`agent.episode.step`)."""
+    `first`: their first-turn replies, generated earlier (`first_turns`); `started`: those replies already with
+    the evaluator (`start_first`). `while_judged`: called while the last turn's kernels are with the evaluator
+    (`agent.episode.step`)."""
     from drk.agent.episode import step as turn_step
 
     flat = [ep for g in groups for ep in g]
@@ -221,8 +232,9 @@ def rollout(cfg: RLConfig, groups: list[list], engine, env: Environment, step: i
         active = [ep for ep in active if _context_fits(ep, tokenizer, cfg)]
         if not active:
             break
-        gens = first if t == 0 else None  # every episode is active at turn 0 (`step` checks the count)
+        gens = first if t == 0 and started is None else None  # every episode is active at turn 0 (`step` checks)
         new = turn_step(active, engine, env.gym, _episode_config(cfg, step, t), gens=gens,
+                        started=started if t == 0 else None,
                         while_judged=while_judged if t == cfg.turns - 1 else None)
         if env.turn_reward is not None:
             for turn in new:
@@ -307,8 +319,10 @@ def turn_rows(groups, adv, valid, cfg: RLConfig) -> list[TurnRow]:
 
 
 @torch.no_grad()
-def old_logprobs(model, rows, cfg, pad_id, vocab_limit) -> list[torch.Tensor]:
-    """Per row, the trainer's log-probs of its completion before the update (CPU, right-aligned)."""
+def old_logprobs(model, rows, cfg, pad_id, vocab_limit, let_in: Callable[[], None] | None = None
+                 ) -> list[torch.Tensor]:
+    """Per row, the trainer's log-probs of its completion before the update (CPU, right-aligned). `let_in`:
+    called after each micro-batch, once read back (as in `train_on_rows`)."""
     out: list[torch.Tensor | None] = [None] * len(rows)
     lengths = [r.length for r in rows]
     for mb in micro_batches(list(range(len(rows))), lengths, cfg.micro_batch_tokens):
@@ -317,6 +331,8 @@ def old_logprobs(model, rows, cfg, pad_id, vocab_limit) -> list[torch.Tensor]:
         for j, i in enumerate(mb):
             n = len(rows[i].completion_ids)
             out[i] = logp[j, logp.shape[1] - n:].float().cpu()
+        if let_in is not None:
+            let_in()
     return out  # type: ignore[return-value]
 
 
@@ -357,7 +373,7 @@ def rejection_masks(rows, logp_old, st: StepTensors, cfg: RLConfig, step: int, r
 
 
 def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg: RLConfig, pad_id,
-                  vocab_limit) -> dict:
+                  vocab_limit, let_in: Callable[[], None] | None = None) -> dict:
     """`updates_per_step` optimizer steps over the kept rows.
 
     The loss of a mini-batch is its token-sum per turn averaged over the kept turns of *all* ranks (or the
@@ -369,7 +385,9 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
     `loss_scaling` sets what is backpropagated: with the default "nominal" denominator a micro-batch's
     turn-sum is weighted by its rows over a fixed row count (`selection.nominal_rows`, split evenly over the
     updates) rather than over the kept count, and everything is divided by `scale_factor`, as the released
-    trainer does. The logged `loss` stays the mean over kept turns (or tokens), whatever the scaling."""
+    trainer does. The logged `loss` stays the mean over kept turns (or tokens), whatever the scaling.
+    `let_in`: called after each micro-batch, once the device has finished it (the loss read back), so an
+    evaluator waiting to measure on this GPU goes first (`GpuHold.let_in`)."""
     W = accelerator.num_processes
     idx = [i for i in range(len(rows)) if keep[i] and rows[i].completion_ids]
     stats: dict = {"loss": 0.0, "clipfrac_low": 0.0, "clipfrac_high": 0.0, "dual_clip_frac": 0.0,
@@ -411,6 +429,8 @@ def train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep
                     stats[k] += float(s.get(k, 0.0)) * len(mb)
                 n_stat += len(mb)
                 stats["train_tokens"] += sum(r.length for r in sub)
+                if let_in is not None:
+                    let_in()
         if W > 1:
             for p in params:
                 if p.grad is None:
@@ -588,6 +608,7 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
         write_json(out / "rl_config.json", asdict(cfg))
         (out / "stopped.json").unlink(missing_ok=True)  # an earlier stop of this run: it goes on now
     engine = _engine(cfg, accelerator, model, tok)
+    train_hold = _gpu_work_hold(accelerator)  # scoring and training beside evaluators measuring on this GPU
     own_gym = env is None
     if own_gym:
         from drk.gym.transport.backends import make_gym
@@ -624,9 +645,12 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                     nonlocal ahead, ckpt_sampler
                     ckpt_sampler = copy.copy(sampler)
                     ngroups = draw(step + 1)
-                    ahead = {"groups": ngroups, "first": first_turns(cfg, ngroups, engine, step + 1)}
+                    first = first_turns(cfg, ngroups, engine, step + 1)
+                    ahead = {"groups": ngroups, "first": first,
+                             "started": start_first(cfg, ngroups, first, env, step + 1)}
                 more = cfg.prefetch and step < last and (stop_after is None or step < stop_after)
                 groups = rollout(cfg, groups, engine, env, step, tok, first=held["first"] if held else None,
+                                 started=held["started"] if held else None,
                                  while_judged=generate_ahead if more else None)
                 times = {"rollout": time.perf_counter() - t0}
                 gen_tokens = sum(len(t.token_ids or []) for g in groups for ep in g for t in ep.turns)
@@ -639,13 +663,17 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 st = rewards_and_advantages(groups, cfg)
                 rows = turn_rows(groups, st.advantages, st.valid, cfg)
                 model.eval()  # no dropout: the same function as the one that sampled
-                logp_old = old_logprobs(model, rows, cfg, pad_id, vocab_limit)
+                with GpuHold(train_hold) as hold:  # the next step's kernels may be measured meanwhile (start_first)
+                    logp_old = old_logprobs(model, rows, cfg, pad_id, vocab_limit, let_in=hold.let_in)
                 keep, mstats = rejection_masks(rows, logp_old, st, cfg, step, rank)
                 times["score"] = time.perf_counter() - t1
                 t2 = time.perf_counter()
                 model.train()
-                tstats = train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg, pad_id,
-                                       vocab_limit)
+                with GpuHold(train_hold) as hold:
+                    tstats = train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg,
+                                           pad_id, vocab_limit, let_in=hold.let_in)
+                    if train_hold is not None and accelerator.device.type == "cuda":
+                        torch.cuda.synchronize(accelerator.device)  # the update done before the hold goes
                 times["train"] = time.perf_counter() - t2
                 if cfg.engine == "vllm":
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
@@ -733,6 +761,16 @@ def run(recipe: str | Path | None = None, overrides: dict | None = None, *, resu
                       on_step=on_step, env=env)
 
 
+def _gpu_work_hold(accelerator):
+    """The evaluators' GPU lock, shared, as a factory for this process's own GPU work (None on CPU): a kernel
+    timed beside the policy's generation or training would be time-sliced with it, its reward moved."""
+    if accelerator.device.type != "cuda":
+        return None
+    from drk.gym import gpu_work_hold
+
+    return gpu_work_hold(str(accelerator.device))
+
+
 def _engine(cfg: RLConfig, accelerator, model, tok):
     if cfg.engine == "vllm":
         from drk.engines.base import EngineSpec
@@ -744,10 +782,7 @@ def _engine(cfg: RLConfig, accelerator, model, tok):
 
         engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}",
                           deterministic=cfg.deterministic_generation, decode=cfg.decode)
-        if accelerator.device.type == "cuda":  # no decode step while an evaluator times a kernel on this GPU
-            from drk.gym import gpu_work_hold
-
-            engine.gpu_hold = gpu_work_hold(str(accelerator.device))
+        engine.gpu_hold = _gpu_work_hold(accelerator)  # no decode step while an evaluator times a kernel here
     return TimedEngine(engine)
 
 

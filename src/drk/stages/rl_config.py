@@ -63,7 +63,7 @@ class RLConfig:
                                        hide=RECIPE_ONLY_EVAL_OPTIONS)
     eval_workers: int | None = option(None, panel="eval")  # evaluation workers (default: one per GPU; CPU: up to 4)
     overlap_chunks: int = option(1, panel="eval")  # generate each turn in this many chunks, each judged while the next is generated
-    prefetch: bool = option(False, panel="eval")  # generate the next step's first turns while this step's last kernels are judged (one step off-policy; MRS measures the mismatch)
+    prefetch: bool = option(False, panel="eval")  # generate the next step's first turns while this step's last kernels are judged, and judge them while it trains (one step off-policy; MRS measures the mismatch)
     time_limit_s: float | None = option(None, panel="out", min=1)  # end the run early, complete (final/ saved), before a step that would end past this many seconds of the training loop (judged by the slowest of the last three steps after the first)
     checkpoint_every: int = option(10, panel="out")  # save a resumable checkpoint every N steps
     keep_checkpoints: int = option(2, panel="out")  # older checkpoints are deleted
