@@ -143,8 +143,9 @@ def _shipped(kb: Path) -> list[tuple[str, str]]:
 
 
 def _summary(res: list, wall: float, workers: int) -> dict:
-    # the required work: compile, the checks, the candidate's measurements and the references' (when not cached)
-    gpu_work = ("compile", "correctness", "timing", "profile", "reference_timing")
+    # the required work: compile, the checks (the output-caching probe's two calls included), the candidate's
+    # measurements and the references' (when not cached)
+    gpu_work = ("compile", "correctness", "caching", "timing", "profile", "reference_timing")
     beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
     return {"workers": workers, "evals": len(res), "wall_s": wall, "evals_per_min": 60 * len(res) / wall,
             "verdicts": {r.solution: r.verdict for r in res},
@@ -152,8 +153,8 @@ def _summary(res: list, wall: float, workers: int) -> dict:
             "median_beyond_gpu_work_s": statistics.median(beyond),
             "median_phases_s": {k: statistics.median(r.phase_seconds.get(k, 0.0) for r in res)
                                 for k in ("total", "load", "reference", "reference_timing", "compile",
-                                          "correctness", "timing", "profile", "gpu_lock_wait",
-                                          "gpu_lock_wait_measure", "runner_start")},
+                                          "correctness", "caching", "timing", "profile", "gpu_lock_wait",
+                                          "gpu_lock_wait_measure", "runner_start", "teardown")},
             "phases_s": {r.solution: {k: round(v, 3) for k, v in r.phase_seconds.items()} for r in res},
             "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
             "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}

@@ -70,3 +70,15 @@ def test_the_probe_steps_time_is_split_by_who_spent_it(corpus_results, path: Pat
     reference, candidate, call = parts
     assert call <= candidate <= ph["compile"] + ph["correctness"] + 0.05
     assert reference <= ph["compile"] + ph["correctness"] + 0.05
+
+
+@pytest.mark.parametrize("path", QUERY_SOLUTIONS[:2], ids=[p.stem for p in QUERY_SOLUTIONS[:2]])
+def test_an_evaluations_phases_account_for_its_total(corpus_results, path: Path):
+    """The figure the issue bounds (time beyond compile and the required work) is the total less the named
+    phases, so every step of an evaluation must have one: on CPU (no timing) the reference's build, the load,
+    trial 1, the other probe steps, the output-caching probe and the teardown add up to the total."""
+    ph = corpus_results[f"query_solutions/{path.name}"].phase_seconds
+    named = ("reference", "load", "compile", "correctness", "caching", "teardown")
+    assert all(isinstance(ph.get(k), float) for k in named), ph
+    assert ph["caching"] > 0 and ph["teardown"] >= 0
+    assert abs(ph["total"] - sum(ph[k] for k in named)) < 0.1, ph

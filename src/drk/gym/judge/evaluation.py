@@ -505,6 +505,7 @@ class Judge:
             # The device's free memory with the candidate's process still alive: what it held shows once it is gone
             free_beside = torch.cuda.mem_get_info()[0] if self.cuda and judge_oom else None
             # Every candidate process is thrown away after its one evaluation, with everything it started.
+            t_down = time.monotonic()
             if self.runner is not None and not self.runner.kill():
                 res.flags.append(T.PROCESS_SURVIVED)
                 self.exchange.close()  # a survivor may still map it: the next candidate gets a new file
@@ -514,6 +515,7 @@ class Judge:
                 if self._attribute_oom(res, free_beside) == "task":
                     res.flags.append("task_error")
             self.exchange.fresh()
+            phases["teardown"] = round(time.monotonic() - t_down, 3)  # the kill sweep and the memory file's reset
             phases["total"] = time.monotonic() - t_start
             if self.cuda:  # seconds this evaluation waited for other work on its GPU (drk.gym.judge.devicelock)
                 phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
