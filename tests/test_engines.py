@@ -727,3 +727,37 @@ def test_no_decode_step_runs_while_a_measurement_holds_the_gpu_lock(tiny, tmp_pa
         del engine.model.forward
     assert all(g.token_ids for gs in gens for g in gs)
     assert state["holds"] >= 3 and state["overlaps"] == 0
+
+
+def test_gpu_hold_lets_go_only_once_the_device_has_finished(monkeypatch):
+    """A hold let go while its kernels still run would let a measurement start beside them: on CUDA the device is
+    synchronised before every release (exit and `let_in`); a block ending in an exception is released without it
+    (a broken context would raise again), but released."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    import torch
+
+    from drk.engines.local import GpuHold
+
+    log = []
+
+    @contextmanager
+    def shared():
+        log.append("in")
+        try:
+            yield
+        finally:
+            log.append("out")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: log.append("sync"))
+    with GpuHold(shared, SimpleNamespace(type="cuda")) as hold:
+        hold.let_in()
+    assert log == ["in", "sync", "out", "in", "sync", "out"]
+    log.clear()
+    with pytest.raises(RuntimeError), GpuHold(shared, SimpleNamespace(type="cuda")):
+        raise RuntimeError("kernel failed")
+    assert log == ["in", "out"]
+    log.clear()
+    with GpuHold(shared, torch.device("cpu")) as hold:
+        hold.let_in()
+    assert log == ["in", "out", "in", "out"]

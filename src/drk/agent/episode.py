@@ -243,6 +243,11 @@ def _submit(chunk: list[Episode], ctx_ids: list[list[int]], made: list, gym, cfg
     return turns, [], list(zip(owners, gym.evaluate_batch(reqs) if reqs else []))
 
 
+def _check_made(gens: list, episodes: list[Episode]) -> None:
+    if len(gens) != len(episodes):
+        raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
+
+
 def start_turn(episodes: list[Episode], gens: list, gym, cfg: EpisodeConfig) -> Started | None:
     """Hand the kernels of replies made earlier (`generate_turn`, for exactly these episodes in this order) to
     the evaluator now and return without waiting, so they are judged while the caller does other work (the RL
@@ -251,8 +256,7 @@ def start_turn(episodes: list[Episode], gens: list, gym, cfg: EpisodeConfig) -> 
     submit = getattr(gym, "submit", None)
     if submit is None:
         return None
-    if len(gens) != len(episodes):
-        raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
+    _check_made(gens, episodes)
     ctx_ids = [build_context(ep, cfg.history, cfg.keep)[1] for ep in episodes]
     turns, pending, _ = _submit(episodes, ctx_ids, gens, gym, cfg, submit)
     return Started(list(episodes), turns, pending)
@@ -267,8 +271,8 @@ def step(episodes: list[Episode], engine: Engine, gym, cfg: EpisodeConfig, *, ge
     `started`: the replies made earlier and already with the evaluator (`start_turn`), for these episodes.
     `while_judged`: called once every kernel of the turn is with the evaluator and before waiting for them
     (the RL loop generates its next step's first turns there)."""
-    if gens is not None and len(gens) != len(episodes):
-        raise ValueError(f"{len(gens)} replies made earlier for {len(episodes)} episodes")
+    if gens is not None:
+        _check_made(gens, episodes)
     if started is not None and [id(ep) for ep in started.episodes] != [id(ep) for ep in episodes]:
         raise ValueError("the turn was started for other episodes")
     turns: list[Turn] = []

@@ -336,7 +336,7 @@ class HFEngine(ChatTemplateEngine):
         done = torch.zeros(rows, dtype=torch.bool, device=device)
         tokens, logps = [], []
         t0 = time.perf_counter()
-        hold = GpuHold(self.gpu_hold)
+        hold = GpuHold(self.gpu_hold, device)
         with torch.no_grad(), hold:
             try:
                 step_logits = decoder.prefill(prompts)
@@ -416,11 +416,11 @@ class HFEngine(ChatTemplateEngine):
 class GpuHold:
     """Holds `factory()` (a context manager, e.g. the GPU lock's shared hold; None: holds nothing) over a block
     of GPU work, and lets others in at points where the device has finished the work so far (`let_in`: out
-    and in again). The caller makes sure of that: a hold let go while its kernels still run would let a
-    measurement start beside them."""
+    and in again). A hold is never let go while its kernels still run on `device` (a measurement would start
+    beside them): on CUDA it synchronises the device first, except when the block ends with an exception."""
 
-    def __init__(self, factory: Any) -> None:
-        self.factory, self.held = factory, None
+    def __init__(self, factory: Any, device: Any = None) -> None:
+        self.factory, self.held, self.device = factory, None, device
 
     def __enter__(self) -> "GpuHold":
         if self.factory is not None:
@@ -428,9 +428,16 @@ class GpuHold:
             self.held.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any = None, *exc: Any) -> None:
         held, self.held = self.held, None
-        if held is not None:
+        if held is None:
+            return
+        try:
+            if exc_type is None and getattr(self.device, "type", None) == "cuda":
+                import torch
+
+                torch.cuda.synchronize(self.device)
+        finally:
             held.__exit__(None, None, None)
 
     def let_in(self) -> None:

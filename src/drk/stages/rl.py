@@ -607,8 +607,8 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "rl_config.json", asdict(cfg))
         (out / "stopped.json").unlink(missing_ok=True)  # an earlier stop of this run: it goes on now
-    engine = _engine(cfg, accelerator, model, tok)
-    train_hold = _gpu_work_hold(accelerator)  # scoring and training beside evaluators measuring on this GPU
+    train_hold = _gpu_work_hold(accelerator)  # generation, scoring and training beside evaluators measuring here
+    engine = _engine(cfg, accelerator, model, tok, train_hold)
     own_gym = env is None
     if own_gym:
         from drk.gym.transport.backends import make_gym
@@ -663,17 +663,15 @@ def train(cfg: RLConfig, resume: bool = False, stop_after: int | None = None,
                 st = rewards_and_advantages(groups, cfg)
                 rows = turn_rows(groups, st.advantages, st.valid, cfg)
                 model.eval()  # no dropout: the same function as the one that sampled
-                with GpuHold(train_hold) as hold:  # the next step's kernels may be measured meanwhile (start_first)
+                with GpuHold(train_hold, accelerator.device) as hold:  # the next step's kernels may be judged now
                     logp_old = old_logprobs(model, rows, cfg, pad_id, vocab_limit, let_in=hold.let_in)
                 keep, mstats = rejection_masks(rows, logp_old, st, cfg, step, rank)
                 times["score"] = time.perf_counter() - t1
                 t2 = time.perf_counter()
                 model.train()
-                with GpuHold(train_hold) as hold:
+                with GpuHold(train_hold, accelerator.device) as hold:
                     tstats = train_on_rows(model, optimizer, scheduler, accelerator, rows, logp_old, keep, cfg,
                                            pad_id, vocab_limit, let_in=hold.let_in)
-                    if train_hold is not None and accelerator.device.type == "cuda":
-                        torch.cuda.synchronize(accelerator.device)  # the update done before the hold goes
                 times["train"] = time.perf_counter() - t2
                 if cfg.engine == "vllm":
                     engine.load_weights(accelerator.unwrap_model(model).state_dict().items())
@@ -771,7 +769,7 @@ def _gpu_work_hold(accelerator):
     return gpu_work_hold(str(accelerator.device))
 
 
-def _engine(cfg: RLConfig, accelerator, model, tok):
+def _engine(cfg: RLConfig, accelerator, model, tok, gpu_hold=None):
     if cfg.engine == "vllm":
         from drk.engines.base import EngineSpec
         from drk.engines.vllm_engine import VLLMEngine
@@ -782,7 +780,7 @@ def _engine(cfg: RLConfig, accelerator, model, tok):
 
         engine = HFEngine(accelerator.unwrap_model(model), tok, name=f"policy:{cfg.model}",
                           deterministic=cfg.deterministic_generation, decode=cfg.decode)
-        engine.gpu_hold = _gpu_work_hold(accelerator)  # no decode step while an evaluator times a kernel here
+        engine.gpu_hold = gpu_hold  # no decode step while an evaluator times a kernel here
     return TimedEngine(engine)
 
 
