@@ -69,7 +69,8 @@ def test_integer_outputs_need_exact_match_and_inputs_changed_blockwise(monkeypat
 
 
 def test_fingerprint_sees_any_in_place_change_but_not_nan_payloads_or_signed_zero(monkeypatch):
-    """The judge's input-mutation check on CUDA keeps a digest, not a copy, of the inputs."""
+    """The judge's input-mutation check compares digests of its inputs and of the slots the candidate process
+    wrote back."""
     monkeypatch.setattr(compare, "CHUNK", 7)  # several blocks per tensor
     x = torch.randn(6, 5)
     x[0, 0], x[1, 1] = float("nan"), 0.0

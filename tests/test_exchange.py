@@ -26,6 +26,26 @@ def test_inputs_arrive_and_only_expected_outputs_are_written():
     ex.close()
 
 
+def test_inputs_written_back_over_their_slots_show_an_in_place_change_and_a_new_shape_is_refused():
+    """The input-mutation check reads the inputs back through the file (a quarter-gigabyte input sent back
+    over the socket and compared on the host cost about a second a call): the candidate process writes each
+    input as its forward left it over that input's slot, and a tensor whose shape or dtype it changed is
+    not written (reported False, which the judge counts as a change)."""
+    x, y = torch.randn(3, 5), torch.arange(7, dtype=torch.int64)
+    ex = Exchange().load([x, 2.5, y], [torch.zeros(3, 5)])
+    m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))
+    a, b = m.input_tensors("cpu")
+    assert m.write_input(0, a) and m.write_input(1, b)
+    assert torch.equal(ex.input_back(0, "cpu"), x) and torch.equal(ex.input_back(1, "cpu"), y)
+    a[1, 2] += 1.0
+    assert m.write_input(0, a)
+    back = ex.input_back(0, "cpu")
+    assert not torch.equal(back, x) and torch.equal(back, a)
+    assert not m.write_input(0, a.reshape(5, 3)) and not m.write_input(1, b.to(torch.int32))
+    assert not m.write_input(2, b)  # no such slot
+    ex.close()
+
+
 def test_one_file_serves_every_forward_and_each_load_poisons_the_output_slots_again():
     """Reused so multi-gigabyte tasks pay the kernel's page zeroing once per evaluation, not per forward;
     nothing written for one forward may read as the next one's output."""

@@ -172,6 +172,11 @@ class Exchange:
         """Output slot i, copied to `device` (the judge compares there)."""
         return _view(self.mm, self.output_specs[i]).to(device, copy=True)
 
+    def input_back(self, i: int, device: str) -> torch.Tensor:
+        """Input slot i as the candidate process wrote it back after its forward (`Mapped.write_input`),
+        copied to `device`."""
+        return _view(self.mm, self.input_specs[i]).to(device, copy=True)
+
     def close(self) -> None:
         if self.mm is not None:
             _close(self.mm, self.pinned)
@@ -260,11 +265,20 @@ class Mapped:
         return [_view(self.mm, s).to(device, copy=True) for s in self.inputs]
 
     def write_output(self, i: int, t: torch.Tensor) -> bool:
-        if i >= len(self.outputs):
+        return self._write(self.mm, self.outputs, i, t)
+
+    def write_input(self, i: int, t: torch.Tensor) -> bool:
+        """Input tensor i as it is after the forward, back over its slot (the judge compares it with its own
+        copy); False when the forward changed its shape or dtype."""
+        return self._write(self.mm, self.inputs, i, t)
+
+    @staticmethod
+    def _write(mm: mmap.mmap, specs: list, i: int, t: torch.Tensor) -> bool:
+        if i >= len(specs):
             return False
-        s = self.outputs[i]
+        s = specs[i]
         if list(t.shape) != s["shape"] or dtype_name(t.dtype) != s["dtype"]:
             return False
         if s["nbytes"]:
-            _view(self.mm, s).copy_(t.detach())
+            _view(mm, s).copy_(t.detach())
         return True

@@ -21,7 +21,7 @@ import torch
 from drk.gym import types as T
 from drk.gym.common import compare, harness
 from drk.gym.common.shm import Exchange
-from drk.gym.common.tensors import DTYPES, from_frame, nbytes, shapes_of, to_device
+from drk.gym.common.tensors import DTYPES, nbytes, shapes_of
 from drk.gym.judge import static
 from drk.gym.sandbox.runner import SHM_TENSOR
 
@@ -67,7 +67,6 @@ EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 CACHE_PROBE_SEED = 7919
 SWAPPED_VALUES = 16  # positions per floating input the second caching call changes
 _rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
-RETURN_INPUTS_MAX_BYTES = 256 * 2**20
 TIMING_SLACK_MS = 0.5
 REFERENCE_TIMING_TRIES = 3  # gated passes of a reference before its fastest stands (`_time_reference`)
 
@@ -233,15 +232,15 @@ class TrialChecks:
         drk.gym.common.shm: no CUDA IPC), so nothing it does can reach the judge's tensors. Its outputs come
         back through their slots in that file, each read only when count, shape and dtype are the expected
         ones (anything else is compared as a stand-in of the described shape, without allocating it).
-        Whether it wrote into its inputs: for inputs up to RETURN_INPUTS_MAX_BYTES the judge compares the
-        bytes it gets back; above that the candidate process's own digest is used (a convention check,
-        forgeable, protecting no reward term).
+        Whether it wrote into its inputs: its process copies them, as the forward left them, back over their
+        slots, and the judge compares those bytes with its own inputs on their device (a convention check:
+        that process writes them, so it can forge them; no reward term rests on it). Through the file, not
+        the socket: a quarter-gigabyte input sent back and compared on the host cost about a second a call.
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
-        small = nbytes(inputs) <= RETURN_INPUTS_MAX_BYTES
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
-                  "return_inputs": small and refresh is None, "digest": not small and refresh is None}
+                  "inputs_back": refresh is None}
         given = refresh if refresh is not None else list(inputs)
         # Tensors travel in a sealed memory file on every device (gigabytes on CUDA; one path to test on CPU)
         exchange = self.exchange.load(given, refs)
@@ -257,22 +256,13 @@ class TrialChecks:
         if not reply.get("ok"):
             return reply, [], False
         descs = reply.get("outputs") or []
-        if not isinstance(descs, list):
+        if not isinstance(descs, list) or frames:
             raise ValueError("candidate process returned a malformed forward reply")
-        n_in = sum(isinstance(t, torch.Tensor) for t in inputs) if header["return_inputs"] else 0
-        if len(frames) != n_in:
-            raise ValueError("candidate process returned a malformed forward reply")
+        mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
             outs.append(torch.zeros(()))
-        mutated = bool(reply.get("inputs_changed"))
-        if n_in:
-            after, it = [], iter(frames)
-            for t in inputs:
-                after.append(from_frame({"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)},
-                                        next(it)) if isinstance(t, torch.Tensor) else t)
-            mutated = compare.inputs_changed(to_device(list(inputs), "cpu"), after)
         if not self.cuda:
             if not skip_triton and isinstance(reply.get("written_share"), (int, float)):
                 self.cpu_written.append(float(reply["written_share"]))
@@ -283,6 +273,21 @@ class TrialChecks:
             for name, s in reply.get("launches", []):
                 self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
         return reply, outs, mutated
+
+    def _inputs_changed(self, inputs: list, back: object) -> bool:
+        """Whether the forward changed its inputs: each input slot, as the candidate process wrote it back
+        (`back`: one True per tensor input; False where the forward changed its shape or dtype), against
+        the judge's own input. One input copied at a time, so the check adds at most the largest input to
+        the judge's device memory."""
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        if not isinstance(back, list) or len(back) != len(tensors) or not all(b is True for b in back):
+            return True
+        for i, t in enumerate(tensors):
+            after = self.exchange.input_back(i, self.device)
+            if compare.inputs_changed([t], [after]):
+                return True
+            del after
+        return False
 
     @staticmethod
     def _stand_in(desc: dict) -> torch.Tensor:

@@ -39,8 +39,7 @@ from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, devicememory, static
-from drk.gym.judge.checks import (RETURN_INPUTS_MAX_BYTES, ExchangeOutgrown, PreparedTask, TrialChecks,
-                                  claimed_failure)
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -55,9 +54,9 @@ CPU_ADDRESS_SPACE_GB = 24.0   # CPU path only: CUDA reserves huge virtual ranges
 # gives it outside its resident size, so bounded; enough for Triton's cache and torch.compile's files
 CANDIDATE_TMP_MB, CANDIDATE_SHM_MB = 1024, 256
 RUNNER_START_TIMEOUT_S = 300.0
-MAX_FRAME_BYTES = 64 * 2**30  # one output; the judge checks sizes against the reference before decoding
-# every frame of one reply together: replies carry frames only for the inputs a forward is asked to send back
-MAX_REPLY_FRAME_BYTES = 2 * RETURN_INPUTS_MAX_BYTES
+# No reply carries frames (tensors travel in the exchange file): a reply's frames, one or many, are bounded
+# together by a few bytes' worth, so a candidate process cannot make the judge hold more (attack m11)
+MAX_REPLY_FRAME_BYTES = 1 << 20
 
 
 class RunnerGone(Exception):
@@ -340,7 +339,7 @@ class Judge:
             # The whole reply within what is left of the budget (a floor for copying large outputs): a
             # candidate process can begin a reply and stall mid-frame (attack m13), and that wait is its own.
             t_read = time.monotonic()
-            reply, rframes = wire.recv(r.conn, max_frame=MAX_FRAME_BYTES, max_total=MAX_REPLY_FRAME_BYTES,
+            reply, rframes = wire.recv(r.conn, max_frame=MAX_REPLY_FRAME_BYTES, max_total=MAX_REPLY_FRAME_BYTES,
                                        deadline=t_read + max(deadline.left_s, REPLY_READ_FLOOR_S))
             deadline.left_s -= time.monotonic() - t_read
             extra = r.conn.poll(0)

@@ -23,11 +23,11 @@ class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
 
-        from drk.gym.common import compare, harness, tensors, wire
+        from drk.gym.common import harness, tensors, wire
         from drk.gym.sandbox import audit as sandbox
         from drk.gym.sandbox import integrity, triton_hooks
 
-        self.torch, self.harness, self.tensors, self.wire, self.compare = torch, harness, tensors, wire, compare
+        self.torch, self.harness, self.tensors, self.wire = torch, harness, tensors, wire
         self.device = args.device
         self.cuda = self.device.startswith("cuda")
         self.workdir = args.workdir
@@ -281,7 +281,6 @@ class Runner:
                             t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
                         with torch.no_grad():
                             alias.copy_(new)
-        digest = self.compare.fingerprint(inputs) if h.get("digest") else None
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))
@@ -300,7 +299,7 @@ class Runner:
             return self._fail_forward(e)
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
-        frames, described = [], []
+        described = []
         for i, o in enumerate(outs[:MAX_OUTPUTS]):
             d = self.tensors.describe(o)
             d["subclass"] = type(o).__name__ if type(o) is not torch.Tensor else ""
@@ -313,13 +312,13 @@ class Runner:
             self.harness.sync(self.device)
         except BaseException as e:  # noqa: BLE001
             return self._fail_forward(e)
-        if h.get("return_inputs"):
-            frames += [self.tensors.to_frame(t)[1] for t in inputs if isinstance(t, torch.Tensor)]
-        changed = digest is not None and self.compare.fingerprint(inputs) != digest
+        # the inputs as the forward left them, back over their slots: the judge compares them with its own
+        back = [mapped.write_input(i, t) for i, t in enumerate(x for x in inputs if isinstance(x, torch.Tensor))] \
+            if h.get("inputs_back") else None
         written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
-                    "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written}, frames)
+                    "skipped": self.recorder.skipped, "inputs_back": back, "written_share": written})
 
     def _poison_allocator(self, nbytes: int) -> None:
         """Leave NaN-filled blocks in the CUDA caching allocator for the candidate's next allocations."""
