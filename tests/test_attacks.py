@@ -339,9 +339,10 @@ KNOWN_GAPS = {
     "m04_forge_runner_reply_evidence.py": "open: launch records, written share and (on GPU) the profiler's rows are "
     "collected in the candidate's process and sent by the runner object, which candidate code can reach and "
     "rewrite; the judge's own checks (outputs, ablation, wall clock) do not bound the coverage it claims",
-    "m12_numeric_settings_only_inside_forward.py": "open: the pinned numeric settings are compared before and after "
-    "each call, so settings changed inside the forward and restored before it returns go unseen (on CPU they "
-    "change nothing; on GPU the profiler's rows would show cuBLAS's TF32 kernels)",
+    "m12_numeric_settings_only_inside_forward.py": "open on CPU: the pinned numeric settings are compared before and "
+    "after each call, so settings changed inside the forward and restored before it returns go unseen there (where "
+    "they change nothing); on GPU the profiled forward's rows name cuBLAS's TF32 kernels (`checks.tf32_matmul`: "
+    "forbidden), as in-process evidence (the m04 class)",
 }
 
 

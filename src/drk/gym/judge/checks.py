@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -107,6 +108,34 @@ def kernel_work(rows: list[dict], names: set[str], launched: object) -> tuple[fl
         ms += float(r.get("ms", 0.0)) * (kept / calls if calls > 0 else 0.0)
         n += kept
     return ms, n
+
+
+# Device kernels of a float32 matmul on TF32 tensor cores, by the names cuBLAS and CUTLASS give them
+# (bench/tf32_kernel_names.py: `sm90_xmma_gemm_f32f32_tf32f32_...`, `cutlass_80_tensorop_s1688gemm_...`, TF32's
+# m16n8k8 shape; the float32 ones are `..._f32f32_f32f32_..._ffma_...` and `simt_sgemm`, half precision's
+# m16n8k16). cuDNN's convolutions run TF32 under the pinned settings (torch's default), so its kernels
+# (`fprop`/`dgrad`/`wgrad`, `implicit_gemm`, `_cudnn`) are never counted.
+_TF32_GEMM = re.compile(r"tf32.*gemm|gemm.*tf32|tensorop_s168[48]gemm", re.IGNORECASE)
+_CONVOLUTION = re.compile(r"fprop|dgrad|wgrad|implicit|cudnn|conv", re.IGNORECASE)
+
+
+def tf32_matmul(rows: list[dict], names: set[str], launched: object) -> str | None:
+    """The first kernel in a profiler's rows that is a float32 matmul on TF32 tensor cores and not the
+    source's own Triton kernel (whose tl.dot precision is its own choice, judged by the tolerance): a row
+    counts as the source's only for as many executions as the op launched through Triton's launch path
+    (`kernel_work`'s rule), so a Triton function named after a cuBLAS kernel hides nothing. None when
+    matmuls are pinned to TF32 anyway, or none ran."""
+    if harness.NUMERICS["matmul_tf32"]:
+        return None
+    counts = launched if isinstance(launched, dict) else {}
+    for r in rows:
+        name = str(r.get("name", ""))
+        if not _TF32_GEMM.search(name) or _CONVOLUTION.search(name):
+            continue
+        count = counts.get(name, 0) if name in names else 0
+        if int(r.get("calls", 1)) > (count if isinstance(count, int) else 0):
+            return name
+    return None
 
 
 # A failing reply names its failure's kind, and candidate code can write the reply (it can reach the runner
@@ -982,6 +1011,15 @@ class TrialChecks:
                              "calls": int(r.get("calls", 1)),
                              "share": round(float(r.get("ms", 0.0)) / total, 4) if total else None,
                              "triton": r.get("name") in triton} for r in rows[:10]]
+        tf32 = tf32_matmul(rows, triton, self._profile_launches)
+        if tf32 is not None:
+            # the settings are compared after each call, so only a change made and undone inside the forward
+            # (attack m12) reaches here: its torch matmuls ran at a precision the reference never had
+            self.res.verdict, self.res.correct = T.FORBIDDEN, False
+            self.res.error = (f"a float32 matmul in the forward ran on TF32 tensor cores (kernel {tf32[:120]}): "
+                              "the numeric settings were changed inside the forward; torch's matmuls must run "
+                              "at the pinned float32 precision (only your Triton kernels choose their own)")
+            return
         problem = timed_work_problem(ours, self.timed_work, self.timed_calls)
         if problem:
             self.res.verdict, self.res.correct = T.HACKED, False
