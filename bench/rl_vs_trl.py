@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import subprocess
@@ -78,7 +79,7 @@ def load_model(a, dtype):
 
 def run_drk(a, out: Path) -> dict:
     from drk.config import load_config
-    from drk.stages.rl import RLConfig, train
+    from drk.stages.rl import RLConfig, check_run_dir, train
 
     cfg = load_config(RLConfig, None, {
         "model": a.model, "out": str(out / "drk"), "queries": a.queries, "problems": a.problems, "env": a.env,
@@ -88,6 +89,7 @@ def run_drk(a, out: Path) -> dict:
         "eval_device": a.eval_device, "eval_workers": a.eval_workers, "eval_cache": False, "log_rollouts": False,
         "seed": 0, **({"overlap_chunks": a.overlap_chunks} if a.overlap_chunks > 1 else {}),
         **({"prefetch": True} if a.prefetch else {})})
+    check_run_dir(cfg, overwrite=True)  # a run left in OUT (a warm machine's earlier call) would add its steps
     t0 = time.time()
     with GpuSampler() as gpu:
         train(cfg)
@@ -169,17 +171,28 @@ def run_trl(a, out: Path) -> dict:
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
                           train_dataset=ds, processing_class=tok, callbacks=[StepTimer()])
     t0 = time.time()
+    gpu, error = GpuSampler(), None
     try:
-        with GpuSampler() as gpu:
+        with gpu:
             trainer.train()
+    except Exception:  # noqa: BLE001 - the steps that finished are still measurements (their times, their logs)
+        import traceback
+
+        error = traceback.format_exc()[-2000:]
     finally:
         if pool is not None:
             pool.close()
     wall = time.time() - t0
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h or "num_tokens" in h]
-    return {"wall_s": wall, "step_s": times, "reward_s": reward_s, "reward_phases_s": reward_phases,
-            "gpu": gpu.report(),
-            "steps_per_hour": 3600 / statistics.median(times) if times else None, "log": logs[-a.steps:]}
+    out = {"wall_s": wall, "step_s": times, "reward_s": reward_s, "reward_phases_s": reward_phases,
+           "gpu": gpu.report(), "steps_per_hour": 3600 / statistics.median(times) if times else None,
+           "log": logs[-a.steps:]}
+    diverged = [h.get("step") for h in logs if not math.isfinite(float(h.get("grad_norm", 0.0) or 0.0))]
+    if diverged:  # TRL's training produced a NaN/inf gradient norm at these steps (its weights are NaN after)
+        out["grad_norm_nonfinite_steps"] = diverged
+    if error is not None:  # steps/hour of a run cut short is not a steady figure: the report says how far it got
+        out.update(error=error, steps_completed=len(times), steps_per_hour=None)
+    return out
 
 
 def run_gen(a, out: Path) -> dict:
