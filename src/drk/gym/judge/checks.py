@@ -729,18 +729,21 @@ class TrialChecks:
         return None if None in got.values() else (got.get("eager"), got.get("compile"), got.get("protocol"))
 
     def measure(self, *, timing: bool, profile: bool) -> None:
-        """The candidate's timing and profile, in one exclusive hold of the GPU (`Judge.on_gpu`): while it
+        """The candidate's profile and timing, in one exclusive hold of the GPU (`Judge.on_gpu`): while it
         lasts no other drk work runs there, so it covers device work only. Reading the profilers' activity
-        (host work) comes after it. The references were timed before the candidate loaded (`time_references`)."""
+        (host work) comes after it. The profiled forward goes first: the candidate process stops each op's
+        profiler after its reply, and the time op's (thousands of calls' activity) is the costly one, so
+        it stops after the hold is let go, not inside it before a next op. The references were timed
+        before the candidate loaded (`time_references`)."""
         res = self.res
         t0 = time.monotonic()
         with self.j.on_gpu(self.deadline, measure=True):
+            profiled = self._profile_op() if profile else False
+            t_time = time.monotonic()
             timed = self._timed() if timing else None
             if timing and timed is None:
                 return
-            t_prof = time.monotonic()
-            profiled = self._profile_op() if profile else False
-        t_timing, t_prof = t_prof - t0, time.monotonic() - t_prof
+        t_timing, t_prof = time.monotonic() - t_time, t_time - t0
         if timed is not None:
             t1 = time.monotonic()
             self._finish_timing(*timed)
