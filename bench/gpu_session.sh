@@ -13,7 +13,8 @@
 #   learn    issue 16 part 3, one seed per call (SEED=0|1): collect (once per machine, shared by the seeds) -> sft
 #            ("base", 102M) -> held-out eval -> rl -> held-out eval with recipes/gpu-learn, then
 #            bench/learning_gpu_report.py; the run comes back as $OUT/learn-s$SEED.tgz
-#   rlvstrl  (PREFETCH=1: drk generates the next step's first turns while this step is judged) issue 16 part 4: template trajectories (.dev/learn-collect, made by gpu-prep on the CPU) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
+#   rlvstrl  (PREFETCH=1: drk generates the next step's first turns while this step is judged; TRL_ATTN=eager: TRL's
+#            model with eager attention) issue 16 part 4: template trajectories (.dev/learn-collect, made by gpu-prep on the CPU) -> SFT ("base"), then bench/rl_vs_trl.py with evaluation on both
 #            sides, overlap_chunks 1 and 2 (CHUNKS="1 2"); steps per hour and the GPU's idle share
 #   serve    drk gym serve on the GPU through the KernelGYM trainer sequence; the demo at full shapes
 #   probe    which layer of the exec guard keeps CUDA from starting (bench/guard_cuda_probe.py), then $THEN (a part)
@@ -123,7 +124,7 @@ rlvstrl)  # issue 16 part 4: a model that writes kernels (template trajectories 
   for CH in ${CHUNKS:-1 2}; do  # each run gets an equal share of what is left
     echo "== rl vs trl, overlap_chunks=$CH ($SECONDS s)"; timeout $(( $(left) / $(echo ${CHUNKS:-1 2} | wc -w) )) python3 bench/rl_vs_trl.py --model $R/sft \
       --queries data/synth/held_in.jsonl --problems 1-16 --prompts 4 --rollouts 8 --max-new-tokens 1024 --temperature 0.8 --steps ${STEPS:-4} \
-      --eval-workers ${EVAL_WORKERS:-4} --overlap-chunks $CH ${PREFETCH:+--prefetch} --sides ${SIDES:-$([ $CH = 1 ] && echo drk,trl || echo drk)} --out $R-c$CH 2>&1 | cut -c1-900
+      --eval-workers ${EVAL_WORKERS:-4} --overlap-chunks $CH ${PREFETCH:+--prefetch} ${TRL_ATTN:+--trl-attn $TRL_ATTN} --sides ${SIDES:-$([ $CH = 1 ] && echo drk,trl || echo drk)} --out $R-c$CH 2>&1 | cut -c1-900
     mkdir -p $OUT/rvt-c$CH; cp $R-c$CH/rl_vs_trl.json $OUT/rvt-c$CH/; cp $R-c$CH/drk/metrics.jsonl $OUT/rvt-c$CH/drk_metrics.jsonl
   done
   ;;

@@ -66,15 +66,20 @@ class GpuSampler:
 
 
 def load_model(a, dtype):
-    """A local checkpoint (e.g. `drk sft` output) when --model is a folder, else an offline size built at random."""
+    """A local checkpoint (e.g. `drk sft` output) when --model is a folder, else an offline size built at random;
+    with --trl-attn, that attention implementation (TRL's side only)."""
     if Path(a.model).is_dir():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        return (AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype),
+        kw = {"attn_implementation": a.trl_attn} if getattr(a, "trl_attn", "") else {}
+        return (AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype, **kw),
                 AutoTokenizer.from_pretrained(a.model))
     from drk.engines.tiny import build_tiny_model
 
-    return build_tiny_model(None, size=a.model, seed=0, dtype=dtype)
+    model, tok = build_tiny_model(None, size=a.model, seed=0, dtype=dtype)
+    if getattr(a, "trl_attn", ""):
+        model.set_attn_implementation(a.trl_attn)
+    return model, tok
 
 
 def run_drk(a, out: Path) -> dict:
@@ -300,6 +305,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--turns", type=int, default=1, help="drk side only (TRL's trainer is single-turn)")
     ap.add_argument("--sides", default="drk,trl")
+    ap.add_argument("--trl-attn", default="", help="TRL's side: the model's attention implementation (e.g. eager; "
+                    "default: the checkpoint's), to tell whether a NaN gradient comes from the attention kernel")
     ap.add_argument("--hf-static", action="store_true", help="gen: also time generate() with a static compiled cache")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
