@@ -54,8 +54,8 @@ CPU_ADDRESS_SPACE_GB = 24.0   # CPU path only: CUDA reserves huge virtual ranges
 # gives it outside its resident size, so bounded; enough for Triton's cache and torch.compile's files
 CANDIDATE_TMP_MB, CANDIDATE_SHM_MB = 1024, 256
 RUNNER_START_TIMEOUT_S = 300.0
-# No reply carries frames (tensors travel in the exchange file): a reply's frames, one or many, are bounded
-# together by a few bytes' worth, so a candidate process cannot make the judge hold more (attack m11)
+# No reply carries frames (tensors travel in the exchange file): whatever frames a reply brings, one or many,
+# are bounded together by 1 MiB, so a candidate process cannot make the judge hold more (attack m11)
 MAX_REPLY_FRAME_BYTES = 1 << 20
 
 
