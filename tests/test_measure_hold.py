@@ -26,6 +26,7 @@ class Link:
         self.ref_times = types.SimpleNamespace(get=lambda key: None, put=lambda *a: None)
         self.versions: dict = {}
         self.kernel, self.time_rows_calls = kernel, time_rows_calls
+        self.profile_rows: list[dict] = []  # more device rows of the profiled forward (torch's, cuBLAS's)
 
     @contextlib.contextmanager
     def on_gpu(self, budget=None, *, measure: bool = False):
@@ -47,7 +48,8 @@ class Link:
             return {"ok": True, "launch_counts": {self.kernel: 1}}, []
         if header["op"] == "rows":
             calls = self.time_rows_calls if header["of"] == "time" else 1
-            return {"ok": True, "rows": [{"name": self.kernel, "ms": 0.4 * calls, "calls": calls}]}, []
+            more = self.profile_rows if header["of"] == "profile" else []
+            return {"ok": True, "rows": [{"name": self.kernel, "ms": 0.4 * calls, "calls": calls}] + more}, []
         return {"ok": True}, []
 
 
@@ -175,6 +177,21 @@ def test_timed_calls_that_skipped_the_work_are_caught_with_rows_read_after_the_h
     c.time_references()
     c.measure(timing=True, profile=True)
     assert c.res.verdict == T.HACKED and T.TIMED_WORK_SKIPPED in c.res.flags
+
+
+def test_a_tf32_matmul_in_the_profiled_forward_is_forbidden_and_a_float32_one_is_not(monkeypatch):
+    """Attack m12 on a GPU: TF32 on inside the forward, off again before it returns (the settings compared after
+    each call look pinned); the profiled forward's rows name cuBLAS's TF32 GEMM."""
+    for name, verdict in (("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x256x32_warpgroupsize2x1x1_execute_"
+                           "segment_k_off_kernel__5x_cublas", T.FORBIDDEN),
+                          ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+                           "alignc4_execute_kernel__5x_cublas", T.OK)):
+        c = checks([], monkeypatch)
+        c.j.profile_rows = [{"name": name, "ms": 0.3, "calls": 1}]
+        c.time_references()
+        c.measure(timing=True, profile=True)
+        assert c.res.verdict == verdict, (name, c.res.error)
+        assert verdict == T.OK or "TF32 tensor cores" in c.res.error
 
 
 def test_a_cached_compiled_reference_is_not_compiled_again(monkeypatch):
