@@ -91,20 +91,27 @@ def swap_few_values(inputs: list, seed: int) -> bool:
     return changed
 
 
+def own_executions(name: object, calls: int, names: set[str], launched: object) -> int:
+    """How many of a profiler row's `calls` executions are the source's own @triton.jit kernel: none unless
+    the source declares `name`, and no more than the op launched through Triton's launch path (`launched`:
+    the runner's count per name; anything else counts as none). Executions beyond them were launched around
+    that path (a compiled kernel run directly, from a thread of the candidate's: attack q04), or are a
+    library's kernel the source named a function after, and are no work of the source's."""
+    if name not in names:
+        return 0
+    count = launched.get(name, 0) if isinstance(launched, dict) else 0
+    return max(0, min(calls, count if isinstance(count, int) else 0))
+
+
 def kernel_work(rows: list[dict], names: set[str], launched: object) -> tuple[float, int]:
-    """(device ms, executions) of the source's own @triton.jit kernels in a profiler's rows, counting of each
-    kernel no more executions than the op's calls launched through Triton's launch path (`launched`: the
-    runner's count per name; anything else counts as none). Executions beyond them were launched around
-    that path (a compiled kernel run directly, from a thread of the candidate's: attack q04) and are no
-    work of the forward's; a row's time is scaled to the executions that count."""
-    counts = launched if isinstance(launched, dict) else {}
+    """(device ms, executions) of the source's own @triton.jit kernels in a profiler's rows, each row's time
+    scaled to the executions that count (`own_executions`)."""
     ms, n = 0.0, 0
     for r in rows:
         if r.get("name") not in names:
             continue
         calls = int(r.get("calls", 0))
-        count = counts.get(r.get("name"), 0)
-        kept = max(0, min(calls, count if isinstance(count, int) else 0))
+        kept = own_executions(r.get("name"), calls, names, launched)
         ms += float(r.get("ms", 0.0)) * (kept / calls if calls > 0 else 0.0)
         n += kept
     return ms, n
@@ -122,18 +129,16 @@ _CONVOLUTION = re.compile(r"fprop|dgrad|wgrad|implicit|cudnn|conv", re.IGNORECAS
 def tf32_matmul(rows: list[dict], names: set[str], launched: object) -> str | None:
     """The first kernel in a profiler's rows that is a float32 matmul on TF32 tensor cores and not the
     source's own Triton kernel (whose tl.dot precision is its own choice, judged by the tolerance): a row
-    counts as the source's only for as many executions as the op launched through Triton's launch path
-    (`kernel_work`'s rule), so a Triton function named after a cuBLAS kernel hides nothing. None when
-    matmuls are pinned to TF32 anyway, or none ran."""
+    counts as the source's only for its `own_executions`, so a Triton function named after a cuBLAS kernel
+    hides nothing. None when matmuls are pinned to TF32 anyway, or none ran."""
     if harness.NUMERICS["matmul_tf32"]:
         return None
-    counts = launched if isinstance(launched, dict) else {}
     for r in rows:
         name = str(r.get("name", ""))
         if not _TF32_GEMM.search(name) or _CONVOLUTION.search(name):
             continue
-        count = counts.get(name, 0) if name in names else 0
-        if int(r.get("calls", 1)) > (count if isinstance(count, int) else 0):
+        calls = int(r.get("calls", 1))
+        if calls > own_executions(name, calls, names, launched):
             return name
     return None
 
