@@ -27,10 +27,9 @@ def test_inputs_arrive_and_only_expected_outputs_are_written():
 
 
 def test_inputs_written_back_over_their_slots_show_an_in_place_change_and_a_new_shape_is_refused():
-    """The input-mutation check reads the inputs back through the file (a quarter-gigabyte input sent back
-    over the socket and compared on the host cost about a second a call): the candidate process writes each
-    input as its forward left it over that input's slot, and a tensor whose shape or dtype it changed is
-    not written (reported False, which the judge counts as a change)."""
+    """The input-mutation check reads the inputs back through the file, never the socket: the candidate
+    process writes each input as its forward left it over that input's slot, and a tensor whose shape or
+    dtype it changed is not written (reported False, which the judge counts as a change)."""
     x, y = torch.randn(3, 5), torch.arange(7, dtype=torch.int64)
     ex = Exchange().load([x, 2.5, y], [torch.zeros(3, 5)])
     m = Mapped(os.dup(ex.fd), ex.header(), keep=frozenset({ex.fd}))

@@ -268,8 +268,9 @@ class TrialChecks:
         ones (anything else is compared as a stand-in of the described shape, without allocating it).
         Whether it wrote into its inputs: its process copies them, as the forward left them, back over their
         slots, and the judge compares those bytes with its own inputs on their device (a convention check:
-        that process writes them, so it can forge them; no reward term rests on it). Through the file, not
-        the socket: a quarter-gigabyte input sent back and compared on the host cost about a second a call.
+        that process writes them, so it can forge them; no reward term rests on it). Through the pinned file and
+        compared on the device, for inputs of any size: never sent over the socket or compared on the host
+        (docs/measurements/evaluator-isolation.md: what that cost).
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
