@@ -82,3 +82,16 @@ def test_an_evaluations_phases_account_for_its_total(corpus_results, path: Path)
     assert all(isinstance(ph.get(k), float) for k in named), ph
     assert ph["caching"] > 0 and ph["teardown"] >= 0
     assert abs(ph["total"] - sum(ph[k] for k in named)) < 0.1, ph
+
+
+@pytest.mark.parametrize("path", QUERY_SOLUTIONS[:1], ids=[p.stem for p in QUERY_SOLUTIONS[:1]])
+def test_the_candidate_process_start_is_split_by_step(corpus_results, path: Path):
+    """What holds the GPU while a candidate process starts is found from its steps (the fork and sandbox set-up,
+    the runner's imports and hooks, on CUDA the context, Triton's warm-up and CUPTI, the tamper snapshot): each
+    a non-negative share of `runner_start`, together adding up to it."""
+    ph = corpus_results[f"query_solutions/{path.name}"].phase_seconds
+    steps = {k: v for k, v in ph.items() if k.startswith("runner_start_")}
+    assert {"runner_start_forked", "runner_start_sandboxed", "runner_start_runner", "runner_start_snapshot",
+            "runner_start_hello"} <= set(steps), ph
+    assert all(v >= 0 for v in steps.values()), steps
+    assert abs(sum(steps.values()) - ph["runner_start"]) < 0.01, (steps, ph["runner_start"])

@@ -81,6 +81,25 @@ def profiler_mode() -> str:
     return mode
 
 
+START_STEPS = ("forked", "sandboxed", "cuda_early", "runner", "cuda", "triton", "profiler", "snapshot")
+
+
+def start_steps(r: "RunnerHandle") -> dict[str, float]:
+    """A candidate process's start-up by step (`runner_start_<step>`: seconds from the step before), from the
+    monotonic times its hello reports (sent by the runner before any candidate code exists); `hello` is its
+    last step to the judge's reading of the hello. What holds the GPU longest while it starts, in the figures."""
+    stamps = (r.hello or {}).get("stamps")
+    if not isinstance(stamps, dict) or r.ready_at is None:
+        return {}
+    out, last = {}, r.spawned_at
+    for key in START_STEPS:
+        t = stamps.get(key)
+        if isinstance(t, (int, float)) and last <= t <= r.ready_at:
+            out[f"runner_start_{key}"], last = round(t - last, 3), t
+    out["runner_start_hello"] = round(r.ready_at - last, 3)
+    return out
+
+
 class RunnerHandle:
     """One fresh candidate process (forked by the slot's fork server, sandboxed) and its channel."""
 
@@ -186,6 +205,7 @@ class Judge:
         self.iso = iso
         self.runner: RunnerHandle | None = None
         self.runner_start_s: float | None = None  # the current candidate process's start-up, in seconds
+        self.runner_start_steps: dict[str, float] = {}  # of which each step's (`start_steps`)
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
         self.spare: SpareStart | None = None
         self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
@@ -259,6 +279,7 @@ class Judge:
         self.runner = r
         if r.ready_at is not None:  # seconds its start held the GPU shared (on its own thread if a spare)
             self.runner_start_s = r.ready_at - r.spawned_at
+            self.runner_start_steps = start_steps(r)
         if self.keep_spare:
             self.spare = SpareStart(self)
         return r
@@ -466,7 +487,7 @@ class Judge:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         waited0, waited_x0 = self.gpu.waited_s(), self.gpu.waited_s("exclusive")
-        self.runner_start_s = None
+        self.runner_start_s, self.runner_start_steps = None, {}
         try:
             self._evaluate(req, res, deadline)
         except RunnerGone as g:
@@ -522,6 +543,7 @@ class Judge:
                 phases["gpu_lock_wait_measure"] = round(self.gpu.waited_s("exclusive") - waited_x0, 3)
             if self.runner_start_s is not None:  # overlapped with the previous evaluation when it was a spare
                 phases["runner_start"] = round(self.runner_start_s, 3)
+                phases.update(self.runner_start_steps)
         if outgrown and restarts < MAX_EXCHANGE_RESTARTS:
             return self.evaluate(req, restarts + 1)
         if restarts:

@@ -27,6 +27,7 @@ class Runner:
         from drk.gym.sandbox import audit as sandbox
         from drk.gym.sandbox import integrity, triton_hooks
 
+        self.stamps = dict(args.stamps, runner=time.monotonic())  # monotonic times of the start's steps (hello)
         self.torch, self.harness, self.tensors, self.wire = torch, harness, tensors, wire
         self.device = args.device
         self.cuda = self.device.startswith("cuda")
@@ -53,7 +54,9 @@ class Runner:
         if self.cuda:
             torch.cuda.set_device(torch.device(self.device))
             torch.empty(1, device=self.device)
+            self.stamps["cuda"] = time.monotonic()
             self._warm_triton()
+            self.stamps["triton"] = time.monotonic()
             # Imported now, before the tamper snapshot: importing dynamo (the profiler pulls it in)
             # rebinds torch.manual_seed and friends, which must not read as tampering later.
             import torch._dynamo  # noqa: F401
@@ -61,11 +64,13 @@ class Runner:
 
             self.start_profiler = harness.profiler_factory()
             self.start_profiler().stop()  # the first start loads CUPTI: paid here, before any candidate
+            self.stamps["profiler"] = time.monotonic()
         self.nonce = None
         self._mapped = None  # the judge's exchange file, mapped once (drk.gym.common.shm)
         if sandbox.audit_enabled():  # the early layer; the OS sandbox is the fork server's
             sys.addaudithook(self.policy)
         self.snapshot = integrity.Snapshot(extra=hooked)
+        self.stamps["snapshot"] = time.monotonic()
         self.inputs: dict[str, list] = {}
         self.model = None
         self.module_name = None
@@ -120,7 +125,7 @@ class Runner:
 
     def serve(self) -> None:
         self.reply({"op": "hello", "pid": os.getpid(), "versions": self.harness.versions(), "uid": os.getuid(),
-                    "numerics": self.numerics})
+                    "numerics": self.numerics, "stamps": self.stamps})
         while True:
             try:
                 header, frames = self.wire.recv(self.conn)
@@ -412,7 +417,8 @@ def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) 
     args = argparse.Namespace(fd=fd, device=opts.get("device", "cpu"), workdir=workdir, triton_cache=triton_cache,
                               modules_fd=int(opts.get("modules_fd", -1)),
                               module_folders=opts.get("module_folders") or [],
-                              ptxas_fd=int(opts.get("ptxas_fd", -1)), ptxas_tools=opts.get("ptxas_tools") or [])
+                              ptxas_fd=int(opts.get("ptxas_fd", -1)), ptxas_tools=opts.get("ptxas_tools") or [],
+                              stamps=dict(opts.get("stamps") or {}))
     try:
         runner = Runner(args)
     except BaseException:  # startup failure: tell the judge on the log, exit non-zero

@@ -548,6 +548,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     """Runs in the forked child: make it a sandboxed, unprivileged, single-candidate process."""
     import resource
 
+    stamps = {"forked": time.monotonic()}  # the start-up's steps, reported in the hello (`Runner.stamps`)
     os.setsid()
     devnull = os.open("/dev/null", os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -601,6 +602,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             raise OSError("could not drop to the candidate uid")
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    stamps["sandboxed"] = time.monotonic()
     if guarded and writable is not None:
         if device != "cpu":
             # CUDA starts before the write rule: the driver's start writes under /proc/self/task (the probe
@@ -608,6 +610,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
             # and granting /proc/self/task would grant its threads' `mem` files too, the very writes the
             # rule exists to refuse. No candidate code has run yet, so nothing it does reaches the start.
             _start_cuda(device)
+            stamps["cuda_early"] = time.monotonic()
         landlock.restrict_writes(writable)
     ptxas_fd, tools = -1, []
     if guarded and filtered and device != "cpu":
@@ -626,7 +629,7 @@ def _become_candidate(conn_fd: int, log_fd: int, workdir: str, uid: int, mode: s
     os.chdir(workdir)
     from drk.gym.sandbox.runner import run_candidate_process
 
-    opts = dict(msg.get("runner") or {})
+    opts = dict(msg.get("runner") or {}, stamps=stamps)
     if modules_fd >= 0:
         opts["modules_fd"] = modules_fd
     if ptxas_fd >= 0:
