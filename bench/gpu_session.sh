@@ -65,13 +65,14 @@ gym() {  # corpus + isolation, then the attack suite, each capped by what is lef
     python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | grep -v SyntaxWarning | tail -40
 }
 sweep() {  # evaluator throughput by cause: GPU lock on/off x profiler per-op/ambient, then 12 workers (sandbox on);
-  # CELLS="on per-op 4|off per-op 4" picks cells
+  # CELLS="on per-op 4|off per-op 4" picks cells; a fourth field, "release", lets compiles out of the hold (DRK_COMPILE_HOLD)
   local IFS_=$IFS; IFS='|'; local cells=(${CELLS:-on per-op 4|off per-op 4|on ambient 4|off ambient 4|on ambient 12|on per-op 12}); IFS=$IFS_
   for cell in "${cells[@]}"; do
-    set -- $cell; echo "== throughput: lock $1, profiler $2, $3 workers ($SECONDS s in)"
-    DRK_GPU_LOCK=$1 DRK_PROFILER=$2 GYM_WORKERS=$3 GYM_SANDBOX=on timeout $(left) python3 bench/gym_gpu.py \
-      --kernelbench $KB --out /tmp/sweep-$1-$2-$3 --parts isolation 2>&1 | grep -o '"evals_per_min": [0-9.]*\|"median_phases_s": {[^}]*}'
-    cp /tmp/sweep-$1-$2-$3/isolation.json $OUT/sweep-$1-$2-$3.json 2>/dev/null  # one file each: a call returns 8
+    set -- $cell; local hold=${4:-hold}; local name=sweep-$1-$2-$3${4:+-$4}
+    echo "== throughput: lock $1, profiler $2, $3 workers, compile $hold ($SECONDS s in)"
+    DRK_GPU_LOCK=$1 DRK_PROFILER=$2 GYM_WORKERS=$3 DRK_COMPILE_HOLD=$hold GYM_SANDBOX=on timeout $(left) python3 bench/gym_gpu.py \
+      --kernelbench $KB --out /tmp/$name --parts isolation 2>&1 | grep -o '"evals_per_min": [0-9.]*\|"median_phases_s": {[^}]*}'
+    cp /tmp/$name/isolation.json $OUT/$name.json 2>/dev/null  # one file each: a call returns 8
   done
 }
 case "$PART" in

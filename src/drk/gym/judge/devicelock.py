@@ -115,6 +115,26 @@ class DeviceLock:
                 self._local.fd, self._local.mode = fd, "shared"
 
 
+    def suspend(self) -> bool:
+        """Inside `shared()`: let the shared hold go for a while (a candidate compiling a kernel: host work only),
+        so a measurement queued behind it need not wait for the compile. False (nothing let go) outside a
+        shared hold, in an exclusive one (a measurement keeps the GPU) or when already suspended."""
+        if getattr(self._local, "mode", None) != "shared":
+            return False
+        fcntl.flock(self._local.fd, fcntl.LOCK_UN)
+        self._local.mode = "suspended"
+        return True
+
+    def resume(self) -> None:
+        """Take the shared hold `suspend` let go back, as a new shared holder would (behind any measurement that
+        is waiting or running): the time it waits counts in `waited_s()`."""
+        if getattr(self._local, "mode", None) != "suspended":
+            return
+        self._pass_turnstile()
+        self._flock(self._local.fd, fcntl.LOCK_SH)
+        self._local.mode = "shared"
+
+
 class NoLock:
     """Where nothing is measured against a shared device (the CPU path: its figures come from the judge's
     clock and CPU accounting): holds nothing."""
@@ -129,6 +149,12 @@ class NoLock:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         yield
+
+    def suspend(self) -> bool:
+        return False
+
+    def resume(self) -> None:
+        pass
 
 
 def enabled() -> bool:

@@ -81,6 +81,20 @@ def profiler_mode() -> str:
     return mode
 
 
+GPU_EVENTS = ("gpu_leave", "gpu_enter")  # a candidate process's compile, mid-op (`Judge._gpu_event`)
+MAX_GPU_EVENTS = 4096                   # per op: two per compiled kernel (autotuning compiles each config)
+
+
+def compile_hold() -> str:
+    """DRK_COMPILE_HOLD: "hold" (default) keeps the GPU's shared hold through a candidate's Triton compiles;
+    "release" lets it go while the compile runs (host work), so a measurement queued behind it starts sooner.
+    Every result of a "release" judge records it (`protocol.compile_hold`)."""
+    v = os.environ.get("DRK_COMPILE_HOLD", "hold").strip().lower()
+    if v not in ("hold", "release"):
+        raise ValueError(f"DRK_COMPILE_HOLD must be 'hold' or 'release', not {v!r}")
+    return v
+
+
 START_STEPS = ("forked", "sandboxed", "cuda_early", "runner", "cuda", "triton", "profiler", "snapshot")
 
 
@@ -103,12 +117,13 @@ def start_steps(r: "RunnerHandle") -> dict[str, float]:
 class RunnerHandle:
     """One fresh candidate process (forked by the slot's fork server, sandboxed) and its channel."""
 
-    def __init__(self, fork: ForkServer, device: str, slot_dir: str, limits: dict) -> None:
+    def __init__(self, fork: ForkServer, device: str, slot_dir: str, limits: dict,
+                 compile_release: bool = False) -> None:
         self.fork = fork
         self.log_path = os.path.join(slot_dir, f"runner-{secrets.token_hex(4)}.log")
         self.conn, child_fd = wire.socket_pair()
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        opts: dict = {"device": device}
+        opts: dict = {"device": device, "compile_release": compile_release}
         modules = theirs = None
         self.modules = None  # its channel to the launcher builder (drk.gym.judge.launchers), if it has one
         if fork.launchers is not None:  # its Triton asks the judge for launchers, on a channel of its own
@@ -219,6 +234,8 @@ class Judge:
                                                            devicememory.share_from_env())
         self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
         self.profiler = profiler_mode()
+        # a candidate's Triton compiles (host work) let the GPU's shared hold go (`GPU_EVENTS`)
+        self.compile_release = self.cuda and not isinstance(self.gpu, devicelock.NoLock) and compile_hold() == "release"
         harness.pin_numerics()
         self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
@@ -247,7 +264,7 @@ class Judge:
             if not self.fork.alive():
                 self.fork.stop()
                 self.fork.start()
-            return RunnerHandle(self.fork, self.device, self.slot_dir, self.limits)
+            return RunnerHandle(self.fork, self.device, self.slot_dir, self.limits, self.compile_release)
 
     def _start_runner(self) -> RunnerHandle:
         """A new candidate process, ready (its hello read). Its start (a CUDA context, CUPTI, a warm-up
@@ -356,13 +373,25 @@ class Judge:
             wire.send(r.conn, dict(header, pickled=payload is not None, nonce=nonce, nfds=len(fds)), frames)
             if fds:
                 wire.send_fds(r.conn, list(fds))
-            self._wait(r, deadline)
-            # The whole reply within what is left of the budget (a floor for copying large outputs): a
-            # candidate process can begin a reply and stall mid-frame (attack m13), and that wait is its own.
-            t_read = time.monotonic()
-            reply, rframes = wire.recv(r.conn, max_frame=MAX_REPLY_FRAME_BYTES, max_total=MAX_REPLY_FRAME_BYTES,
-                                       deadline=t_read + max(deadline.left_s, REPLY_READ_FLOOR_S))
-            deadline.left_s -= time.monotonic() - t_read
+            events = 0
+            while True:
+                self._wait(r, deadline)
+                # The whole reply within what is left of the budget (a floor for copying large outputs): a
+                # candidate process can begin a reply and stall mid-frame (attack m13), and that wait is its own.
+                t_read = time.monotonic()
+                reply, rframes = wire.recv(r.conn, max_frame=MAX_REPLY_FRAME_BYTES, max_total=MAX_REPLY_FRAME_BYTES,
+                                           deadline=t_read + max(deadline.left_s, REPLY_READ_FLOOR_S))
+                deadline.left_s -= time.monotonic() - t_read
+                if not (self.compile_release and reply.get("op") in GPU_EVENTS):
+                    break
+                events += 1
+                if reply.get("nonce") != nonce or rframes or events > MAX_GPU_EVENTS:
+                    self.gpu.resume()
+                    self.recycle()
+                    raise RunnerGone(T.FORBIDDEN, "protocol violation: the candidate process wrote to the "
+                                                  "evaluator's channel (forged or extra messages)")
+                self._gpu_event(r, reply["op"], nonce, deadline)
+            self.gpu.resume()  # a compile that never said it ended: the op's reply is read holding the GPU again
             extra = r.conn.poll(0)
         except TimeoutError:
             self.recycle()
@@ -383,6 +412,23 @@ class Judge:
             what = violations[0] if violations else f"tampering detected: {', '.join(map(str, tampered[:5]))} changed"
             raise RunnerGone(T.FORBIDDEN, str(what)[:500])
         return reply, rframes
+
+    def _gpu_event(self, r: RunnerHandle, op: str, nonce: str, deadline: Budget) -> None:
+        """The candidate process compiles a Triton kernel (`gpu_leave`) or has compiled it (`gpu_enter`, answered
+        with `gpu_go` once the shared hold is back). A compile is host work (Triton's passes, ptxas), and a
+        measurement of another judge's queued behind this shared hold would otherwise wait it out; the kernel
+        is loaded and launched only after `gpu_go`. In an exclusive hold (a measurement's own op) nothing is
+        let go. The time spent waiting to hold the GPU again is the neighbours': it moves the hard deadline
+        and is never charged to the candidate (`_wait` counts from its next call). A candidate process that
+        says it compiles and runs GPU work meanwhile gains what a thread of its own already could (attack q02:
+        the lock binds judges, not candidate threads)."""
+        if op == "gpu_leave":
+            self.gpu.suspend()
+            return
+        w0 = self.gpu.waited_s()
+        self.gpu.resume()
+        deadline.hard_deadline += self.gpu.waited_s() - w0
+        wire.send(r.conn, {"op": "gpu_go", "nonce": nonce})
 
     # ---- reference ---------------------------------------------------------------------------------
     def prepare(self, task: T.Task, opts: T.EvalOptions) -> PreparedTask:
@@ -480,6 +526,8 @@ class Judge:
             res.protocol["gpu_lock"] = "off"
         if self.cuda and self.profiler != "per-op":
             res.protocol["profiler"] = self.profiler
+        if self.compile_release:
+            res.protocol["compile_hold"] = "release"
         if not rep.ok:
             res.verdict, res.error = rep.verdict, rep.error
             phases["total"] = time.monotonic() - t_start

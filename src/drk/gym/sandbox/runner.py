@@ -49,6 +49,8 @@ class Runner:
             from drk.gym.sandbox import ptxas
 
             ptxas.install(args.ptxas_fd, args.ptxas_tools, self.policy.violations)
+        if self.cuda and args.compile_release:
+            triton_hooks.compile_outside_hold(self.recorder, self._gpu_event)
         self.poison = False
         self._install_poison_factories()
         if self.cuda:
@@ -105,6 +107,17 @@ class Runner:
         for name in ("empty", "empty_like", "empty_strided"):
             setattr(torch, name, wrap(getattr(torch, name)))
         torch.Tensor.new_empty = wrap(torch.Tensor.new_empty)
+
+    def _gpu_event(self, op: str) -> None:
+        """Tell the judge a compile starts (`gpu_leave`) or ended (`gpu_enter`: wait for its `gpu_go`, sent once
+        it holds the GPU again, before the kernel is loaded and launched). Outside an op: nothing to tell."""
+        if self.nonce is None:
+            return
+        self.wire.send(self.conn, {"op": op, "nonce": self.nonce})
+        if op == "gpu_enter":
+            header, _ = self.wire.recv(self.conn)
+            if header.get("op") != "gpu_go" or header.get("nonce") != self.nonce:
+                raise RuntimeError("the evaluator's channel is out of step (a compile's go never came)")
 
     # ---- protocol ----------------------------------------------------------------------------------
     def reply(self, header: dict, frames: list = ()) -> None:
@@ -418,7 +431,8 @@ def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) 
                               modules_fd=int(opts.get("modules_fd", -1)),
                               module_folders=opts.get("module_folders") or [],
                               ptxas_fd=int(opts.get("ptxas_fd", -1)), ptxas_tools=opts.get("ptxas_tools") or [],
-                              stamps=dict(opts.get("stamps") or {}))
+                              stamps=dict(opts.get("stamps") or {}),
+                              compile_release=bool(opts.get("compile_release")))
     try:
         runner = Runner(args)
     except BaseException:  # startup failure: tell the judge on the log, exit non-zero

@@ -160,6 +160,30 @@ def _record_stores(recorder: LaunchRecorder) -> None:
     InterpreterBuilder.create_atomic_rmw = atomic_rmw
 
 
+def compile_outside_hold(recorder: LaunchRecorder, event) -> None:
+    """Wrap Triton's `compile` (what a JIT function calls on a cache miss, the compile alone: the binary is
+    loaded and launched after it returns) so that a compile on the op's thread is bracketed by
+    `event("gpu_leave")` and `event("gpu_enter")`: the judge lets the GPU's shared hold go meanwhile
+    (`drk.gym.judge.evaluation.Judge._gpu_event`). Compiles on other threads (Triton's async mode) keep the
+    hold. Nothing the verdict rests on depends on this wrapper: candidate code that removes it only keeps the
+    GPU held through its compiles."""
+    import triton.compiler as compiler
+
+    orig = compiler.compile
+
+    def compile(*args, **kwargs):
+        if threading.get_ident() != recorder.owner:
+            return orig(*args, **kwargs)
+        event("gpu_leave")
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            event("gpu_enter")
+
+    compile.__wrapped__ = orig
+    compiler.compile = compile
+
+
 def install(recorder: LaunchRecorder, interpret: bool) -> dict[str, object]:
     """Patch Triton's launch path once per process; returns {qualified name: hooked object} so the
     integrity check can verify later that nobody replaced the hooks."""
