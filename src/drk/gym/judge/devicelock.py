@@ -6,7 +6,8 @@ busy the neighbours were, not how fast it is. So every judge on a host holds its
 anything of its own runs there (each candidate op, the reference's forwards, a candidate process starting
 CUDA), and *exclusive* while it measures (the candidate's timing and profile ops, the reference's timing).
 Exclusive holders go first: a turnstile that shared holders pass through, and an exclusive one holds while
-it waits, stops new shared holders from starving it.
+it waits, stops new shared holders from starving it. A shared hold can be suspended while its holder does host
+work only (a candidate's Triton compile) and resumed like a new shared hold, behind any waiting measurement.
 
 The lock is `flock(2)` on two files per GPU (keyed by the GPU's UUID) in `DRK_LOCK_DIR` (default: the
 system's temporary directory), so it joins every drk process on the host (an `eval` beside an `rl`), and
