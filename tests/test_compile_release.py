@@ -185,3 +185,21 @@ def test_the_runner_brackets_only_its_op_threads_compiles(monkeypatch):
     th.join()
     assert calls == ["gpu_leave", ("compile", "k"), "gpu_enter", "gpu_leave", ("compile", "bad"), "gpu_enter",
                      ("compile", "async")]
+
+
+def test_compiles_past_the_bound_keep_the_hold(tmp_path, monkeypatch):
+    """Each resume waits behind the neighbours' measurements without charging the candidate, so a process that
+    leaves and enters in a loop would stretch its evaluation without bound: past MAX_SUSPENDS compiles in one
+    op the hold is kept (the events are still answered, the op still succeeds)."""
+    from drk.gym.judge import evaluation
+
+    monkeypatch.setattr(evaluation, "MAX_SUSPENDS", 2)
+    lock = devicelock.DeviceLock("gpu-test", str(tmp_path))
+    suspends = []
+    real = lock.suspend
+    monkeypatch.setattr(lock, "suspend", lambda: suspends.append(real()) or suspends[-1])
+    r = FakeRunner()
+    t = serve(r, ["gpu_leave", "gpu_enter"] * 5)
+    reply, _ = judge_with(r, lock).call({"op": "forward"}, deadline=budget())
+    t.join(5)
+    assert reply["ok"] and suspends == [True, True]

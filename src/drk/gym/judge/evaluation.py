@@ -83,6 +83,9 @@ def profiler_mode() -> str:
 
 GPU_EVENTS = ("gpu_leave", "gpu_enter")  # a candidate process's compile, mid-op (`Judge._gpu_event`)
 MAX_GPU_EVENTS = 4096                   # per op: two per compiled kernel (autotuning compiles each config)
+MAX_SUSPENDS = 64                       # per op: compiles after these keep the hold (each resume's wait is
+                                        # uncharged, so a candidate leaving and entering in a loop would stretch
+                                        # its evaluation by the neighbours' measurements without bound)
 
 
 def compile_hold() -> str:
@@ -390,7 +393,7 @@ class Judge:
                     self.recycle()
                     raise RunnerGone(T.FORBIDDEN, "protocol violation: the candidate process wrote to the "
                                                   "evaluator's channel (forged or extra messages)")
-                self._gpu_event(r, reply["op"], nonce, deadline)
+                self._gpu_event(r, reply["op"], nonce, deadline, suspend=events <= 2 * MAX_SUSPENDS)
             self.gpu.resume()  # a compile that never said it ended: the op's reply is read holding the GPU again
             extra = r.conn.poll(0)
         except TimeoutError:
@@ -413,7 +416,7 @@ class Judge:
             raise RunnerGone(T.FORBIDDEN, str(what)[:500])
         return reply, rframes
 
-    def _gpu_event(self, r: RunnerHandle, op: str, nonce: str, deadline: Budget) -> None:
+    def _gpu_event(self, r: RunnerHandle, op: str, nonce: str, deadline: Budget, suspend: bool = True) -> None:
         """The candidate process compiles a Triton kernel (`gpu_leave`) or has compiled it (`gpu_enter`, answered
         with `gpu_go` once the shared hold is back). A compile is host work (Triton's passes, ptxas), and a
         measurement of another judge's queued behind this shared hold would otherwise wait it out; the kernel
@@ -421,9 +424,10 @@ class Judge:
         let go. The time spent waiting to hold the GPU again is the neighbours': it moves the hard deadline
         and is never charged to the candidate (`_wait` counts from its next call). A candidate process that
         says it compiles and runs GPU work meanwhile gains what a thread of its own already could (attack q02:
-        the lock binds judges, not candidate threads)."""
+        the lock binds judges, not candidate threads). Past `MAX_SUSPENDS` compiles in one op the hold is kept."""
         if op == "gpu_leave":
-            self.gpu.suspend()
+            if suspend:
+                self.gpu.suspend()
             return
         w0 = self.gpu.waited_s()
         self.gpu.resume()
