@@ -29,9 +29,11 @@ def test_a_tf32_gemm_that_passes_the_trials_is_not_rejected_by_the_offset_probe(
 
 def test_the_near_probe_moves_a_share_of_the_items_within_a_trials_range_and_shrinks_their_spread():
     """The near probe (attack m10 told the far offset from a trial by its mean): a share of the items, between a
-    quarter and all of them (a fixed quarter told the probe apart: attack p06), get a mean 1-3 standard
-    deviations away and a spread shrunk 300-1000x, the rest stay as drawn, integers and half precision
-    untouched, and the same seed gives the same probe."""
+    quarter and all of them (a fixed quarter told the probe apart: attack p06), get a mean one reach away,
+    the same for every moved item of the input (1-2.5 standard deviations, drawn per probe: a draw per item put
+    the farthest item past a careful path's threshold, attack m10), either side, and a spread shrunk
+    300-1000x; the rest stay as drawn, integers and half precision untouched, and the same seed gives the same
+    probe."""
     import torch
 
     from drk.gym.judge.checks import TrialChecks
@@ -46,9 +48,15 @@ def test_the_near_probe_moves_a_share_of_the_items_within_a_trials_range_and_shr
     counts = [sum(not torch.equal(m, r) for m, r in zip(TrialChecks._near([x], seed=s)[0], x)) for s in range(40)]
     assert min(counts) >= 4 and max(counts) <= 16 and min(counts) <= 6 and max(counts) >= 14, counts
     spread = float(x.std())
+    reaches = {round(abs(float(moved[i].mean() - x[i].mean())) / spread, 3) for i in changed}
+    assert len(reaches) == 1 and 1.0 - 1e-3 <= reaches.pop() <= 2.5 + 1e-3
     for i in changed:
-        assert spread <= abs(float(moved[i].mean() - x[i].mean())) <= 3 * spread + 1e-3
         assert 1e-3 * 0.9 <= float(moved[i].std() / x[i].std()) <= 10 ** -2.5 * 1.1
+    drawn = []
+    for s in range(40):
+        m = TrialChecks._near([x], seed=s)[0]
+        drawn += [abs(float(m[i].mean() - x[i].mean())) / spread for i in range(16) if not torch.equal(m[i], x[i])][:1]
+    assert min(drawn) < 1.3 and max(drawn) > 2.2 and max(drawn) <= 2.5 + 1e-3, drawn  # the reach varies by probe
     assert float(moved.abs().max()) < float(x.abs().max()) + 3 * spread  # values stay in a trial's range
     assert all(torch.equal(a, b) for a, b in zip(TrialChecks._near([x], seed=5), [moved]))
     assert TrialChecks._near([idx], seed=5) is None
@@ -73,3 +81,25 @@ def test_the_item_offset_probe_gives_every_item_a_large_offset_of_its_own():
     common = TrialChecks._offset([x])[0] - x
     assert torch.allclose(common, torch.full_like(x, 1000 * spread))
 
+
+
+def test_the_near_all_probe_moves_every_item_together_so_none_stands_out():
+    """The second near probe (attack m10b switched to its careful path as soon as one item's mean stood out from
+    the input's): every item moves the same reach the same way with the same shrink, around the input's own
+    mean, so no item's or row's mean stands out against the input's (now small) spread, as in an input whose
+    rows share a moderate mean (x = 5 + 1e-3 * randn)."""
+    import torch
+
+    from drk.gym.judge.checks import TrialChecks
+
+    x = 3 * torch.randn(16, 64, 32) + 1
+    signs = set()
+    for s in range(12):
+        m = TrialChecks._near([x], seed=s, together=True)[0]
+        rows = m.reshape(-1, 32).mean(-1)
+        assert float((rows - m.mean()).abs().max()) < 0.9 * float(m.std()), s  # m10b's switch is not tripped
+        reach = (float(m.mean()) - float(x.mean())) / float(x.std())
+        assert 1.0 - 1e-2 <= abs(reach) <= 2.5 + 1e-2
+        assert float(m.std()) < float(x.std()) / 250  # every item's spread shrunk
+        signs.add(reach > 0)
+    assert signs == {True, False}

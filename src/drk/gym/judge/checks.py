@@ -236,7 +236,7 @@ class TrialChecks:
         # trial's) is known before the candidate process has any code, when the references are timed.
         n = max(1, int(self.opts.trials))
         plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
-                                                       ("near", n + 3), ("offset_items", n + 4)]
+                                                       ("near", n + 3), ("offset_items", n + 4), ("near_all", n + 5)]
         _rng.shuffle(plan)
         self.plan = [("trial", 0)] + plan
         # seed of the timing inputs (the reference is timed on a copy made again)
@@ -427,7 +427,7 @@ class TrialChecks:
                             "function for every valid input")
                         res.flags.append(T.WIDE_INPUTS_FAILED)
                         return False
-                    if what in ("offset", "offset_items", "near"):
+                    if what in ("offset", "offset_items", "near", "near_all"):
                         if self._as_accurate_as_reference(inputs, outs, refs):
                             continue
                         shifted = {"offset": "shifted by a large constant (values far from zero with the same "
@@ -435,7 +435,9 @@ class TrialChecks:
                                    "offset_items": "with each item shifted by a large offset of its own (values far "
                                                    "from zero with the same spread)",
                                    "near": "with some items moved to a nearby mean and their spread shrunk three "
-                                           "hundred- to a thousandfold"}[what]
+                                           "hundred- to a thousandfold",
+                                   "near_all": "moved to a nearby mean together, their spread shrunk three hundred- "
+                                               "to a thousandfold"}[what]
                         res.verdict, res.error = T.INCORRECT, (
                             f"wrong on inputs of the task's shapes {shifted}: {cmp.message}; the task's own float32 "
                             "computation stays accurate there (checked against float64), the kernel's does not "
@@ -493,6 +495,8 @@ class TrialChecks:
             return self._offset(inputs, seed)
         if what == "near":
             return self._near(inputs, seed)
+        if what == "near_all":
+            return self._near(inputs, seed, together=True)
         return inputs
 
     @staticmethod
@@ -527,14 +531,21 @@ class TrialChecks:
         return out if shifted else None
 
     @staticmethod
-    def _near(inputs: list, seed: int) -> list | None:
+    def _near(inputs: list, seed: int, together: bool = False) -> list | None:
         """A share of the items (along the first dimension; the whole tensor when it has one item) of every
         float32/float64 input, drawn between a quarter and all of them (a fixed share told the probe apart,
-        attack p06), moved to a mean one to three standard deviations away, their spread around it shrunk 300
-        to 1000 times; the other items stay as drawn. The input's values stay in a trial's range
+        attack p06), moved to a mean `reach` standard deviations away on either side, their spread around it
+        shrunk 300 to 1000 times; the other items stay as drawn. The input's values stay in a trial's range
         and its overall statistics close to a trial's, so a candidate that takes a careful path only when its
         inputs look shifted (attack m10 against the offset probe) cannot see this one coming, while one-pass
-        statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. None when nothing moves."""
+        statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. The reach is drawn once per
+        input, between 1 and 2.5: a candidate that turns careful for the whole input as soon as one item's mean
+        passes a threshold meets all moved items on one side of it, not a spread of them whose farthest item
+        crosses any threshold up to the draw's edge (attack m10, at the edge of the former draw of 1 to 3 for
+        each item, scored `ok` in about one evaluation in forty). With `together` (the "near_all" probe) every
+        item moves, the same way: no item's mean stands out from the input's, so a careful path switched on an
+        item that does (attack m10b) is not taken, and the input looks like one whose rows share a moderate mean
+        with a small spread (x = 5 + 1e-3 * randn). None when nothing moves."""
         g = torch.Generator(device="cpu").manual_seed(seed)
         out, moved = [], False
         for t in inputs:
@@ -542,16 +553,22 @@ class TrialChecks:
                 spread = float(t.std())
                 if math.isfinite(spread) and spread > 0.0:
                     items = _items(t)
-                    share = 0.25 + 0.75 * float(torch.rand(1, generator=g))
+                    share = 1.0 if together else 0.25 + 0.75 * float(torch.rand(1, generator=g))
                     pick = torch.randperm(items.shape[0], generator=g)[:max(1, round(items.shape[0] * share))]
+                    reach = 1.0 + 1.5 * float(torch.rand(1, generator=g))
                     u = torch.rand(len(pick), 3, generator=g, dtype=torch.float64)
-                    shift = (1.0 + 2.0 * u[:, 0]) * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
+                    if together:  # one direction and one shrink for all
+                        u[:, 1:] = u[0, 1:]
+                    shift = reach * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
                     shrink = 10.0 ** (-2.5 - 0.5 * u[:, 2])
                     new = items.clone()
                     idx = pick.to(t.device)
                     rows = items[idx]
                     mu = rows.mean(dim=1, keepdim=True)
-                    new[idx] = mu + shift.to(t)[:, None] + (rows - mu) * shrink.to(t)[:, None]
+                    # together: every item around the input's own mean (items' means differ by a trial's noise,
+                    # which unshrunk would stand out against the shrunk spread)
+                    base = rows.mean().expand_as(mu) if together else mu
+                    new[idx] = base + shift.to(t)[:, None] + (rows - mu) * shrink.to(t)[:, None]
                     out.append(new.reshape(t.shape))
                     moved = True
                     continue
