@@ -558,7 +558,7 @@ class TrialChecks:
                     reach = 1.0 + 1.5 * float(torch.rand(1, generator=g))
                     u = torch.rand(len(pick), 3, generator=g, dtype=torch.float64)
                     if together:  # one direction and one shrink for all
-                        u[:, 1:] = u[0, 1:]
+                        u[:, 1:] = u[0, 1:].clone()
                     shift = reach * spread * torch.where(u[:, 1] < 0.5, -1.0, 1.0)
                     shrink = 10.0 ** (-2.5 - 0.5 * u[:, 2])
                     new = items.clone()

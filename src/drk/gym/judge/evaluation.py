@@ -564,9 +564,9 @@ class Judge:
             judge_oom = True  # the task's shapes at this budget, unless the neighbours held it (below)
             res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a "
                          f"smaller --input-budget-mb): {harness.short_error(e)}")
-        except Exception as e:  # a bug in the judge: report it, and free what the failed evaluation held
-            failed = True
-            res.verdict, res.correct = T.CRASHED, False
+        except Exception as e:  # a bug in the judge: the evaluator's failure, never the candidate's (not trained
+            failed = True           # on); report it, and free what the failed evaluation held
+            res.verdict, res.correct = T.INFRA_ERROR, False
             res.error = f"evaluator error: {type(e).__name__}: {harness.short_error(e)}"
             traceback.print_exc()
         finally:
