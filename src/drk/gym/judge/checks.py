@@ -357,7 +357,7 @@ class TrialChecks:
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
         """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
-        item), the near probe and the ablation probe placed among them at random (after trial 1, which
+        item), the near probes (some items; all together) and the ablation probe placed among them at random (after trial 1, which
         surfaces compile errors), so a candidate that counts calls cannot tell which call is which. Every probe
         call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
