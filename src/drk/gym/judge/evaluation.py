@@ -123,6 +123,7 @@ class RunnerHandle:
     def __init__(self, fork: ForkServer, device: str, slot_dir: str, limits: dict,
                  compile_release: bool = False) -> None:
         self.fork = fork
+        spawned_at = time.monotonic()  # before the fork server's reply: the child's first step may come first
         self.log_path = os.path.join(slot_dir, f"runner-{secrets.token_hex(4)}.log")
         self.conn, child_fd = wire.socket_pair()
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -145,7 +146,7 @@ class RunnerHandle:
         if modules is not None:
             self.modules = fork.launchers.serve(modules)  # ends when the candidate's end closes
         self.hello: dict | None = None
-        self.spawned_at, self.ready_at = time.monotonic(), None  # its start-up, inside the GPU hold
+        self.spawned_at, self.ready_at = spawned_at, None  # its start-up, inside the GPU hold
 
     def log_tail(self, n: int = 800) -> str:
         return wire.file_tail(self.log_path, n).strip()
