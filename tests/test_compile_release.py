@@ -203,3 +203,23 @@ def test_compiles_past_the_bound_keep_the_hold(tmp_path, monkeypatch):
     reply, _ = judge_with(r, lock).call({"op": "forward"}, deadline=budget())
     t.join(5)
     assert reply["ok"] and suspends == [True, True]
+
+
+def test_the_fork_server_leaves_triton_s_own_key_computed_for_every_candidate():
+    """Triton's cache key of its own sources hashes libtriton (0.3 s); a candidate process would compute it in its
+    start-up's warm-up, inside the GPU's shared hold. The fork server computes it before forking, so a child
+    finds it computed."""
+    import os
+
+    from triton.runtime.cache import triton_key
+
+    from drk.gym.sandbox.zygote import warm_triton_key
+
+    assert warm_triton_key()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one more call must be a cache hit
+        os.write(w, b"1" if triton_key.cache_info().currsize == 1 else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(r, 1) == b"1"

@@ -385,6 +385,7 @@ class Zygote:
 
             driver.libcuda_dirs()
             ptxas.resolve_tools()
+            warm_triton_key()
 
         from drk.gym.sandbox import runner  # noqa: F401
 
@@ -529,6 +530,19 @@ class Zygote:
             return {"op": "usage", "ok": False}
         return {"op": "usage", "ok": True, "cpu_s": cpu_ns / 1e9, "wait_s": wait_ns / 1e9,
                 "cores": max(1, cores), "age_s": time.monotonic() - child["start"]}
+
+
+def warm_triton_key() -> bool:
+    """Compute Triton's cache key of its own sources once, here: it hashes the compiler's files and libtriton
+    (a few hundred megabytes, 0.3 s), and every candidate process's first kernel needs it, at its start-up's
+    warm-up, which holds the GPU shared; forked from here, each inherits the answer. No CUDA, no candidate
+    code. False where this Triton keeps no such key."""
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:
+        return False
+    triton_key()
+    return True
 
 
 def _start_cuda(device: str) -> None:
