@@ -1,7 +1,8 @@
 """Property: a failure of the evaluator's own code is never the candidate's. A probe that raised inside the judge
 (the near_all probe's first version, on every task with a one-item input: level1/100_HingeLoss on an H100) was
 recorded as `crashed`, which RL trains on as the kernel's failure; it is `infra_error` (never trained on), with
-the evaluator's error text, and the next evaluation is unaffected."""
+the evaluator's error text, and the next evaluation is unaffected. A reply of the candidate's process that is
+not a well-formed reply stays the candidate's failure (`checks.CandidateFault`, `crashed`: attack m09)."""
 from __future__ import annotations
 
 import pytest

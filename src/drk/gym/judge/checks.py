@@ -40,6 +40,11 @@ class CandidateLink(Protocol):
     def recycle(self) -> None: ...
 
 
+class CandidateFault(Exception):
+    """A reply of the candidate's process that is not a well-formed reply (frames where none belong, fields of the
+    wrong type): that process's failure (`crashed`), unlike an exception of the judge's own code (`infra_error`)."""
+
+
 class ExchangeOutgrown(Exception):
     """A forward needs a larger exchange file than the one the candidate process was given before its code
     was loaded (a task whose output sizes depend on its input values). The evaluation starts again in a new
@@ -292,20 +297,25 @@ class TrialChecks:
             return reply, [], False
         descs = reply.get("outputs") or []
         if not isinstance(descs, list) or frames:
-            raise ValueError("candidate process returned a malformed forward reply")
+            raise CandidateFault("the candidate process returned a malformed forward reply")
         mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         if not self.cuda:
+            try:
+                launches = [(str(name), float(s)) for name, s in reply.get("launches", [])]
+                wall = float(reply.get("wall_s") or 0.0)
+            except (TypeError, ValueError):
+                raise CandidateFault("the candidate process returned a malformed forward reply") from None
             if not skip_triton and isinstance(reply.get("written_share"), (int, float)):
                 self.cpu_written.append(float(reply["written_share"]))
             self.cpu_cand_ms.append(float(reply.get("judge_wall_s") or 0.0) * 1000.0)
-            self.cpu_launch_s += sum(s for _, s in reply.get("launches", []))
-            self.cpu_wall_s += float(reply.get("wall_s") or 0.0)
+            self.cpu_launch_s += sum(s for _, s in launches)
+            self.cpu_wall_s += wall
             self.cpu_forwards += 1
-            for name, s in reply.get("launches", []):
+            for name, s in launches:
                 self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
         return reply, outs, mutated
 
