@@ -40,6 +40,16 @@ class CandidateLink(Protocol):
     def recycle(self) -> None: ...
 
 
+# The probes whose inputs move away from where get_inputs() draws them, judged against a float64 reference
+# (`_as_accurate_as_reference`), and how a failure on each describes its inputs
+SHIFTED_PROBES = {
+    "offset": "shifted by a large constant (values far from zero with the same spread)",
+    "offset_items": "with each item shifted by a large offset of its own (values far from zero with the same spread)",
+    "near": "with some items moved to a nearby mean and their spread shrunk three hundred- to a thousandfold",
+    "near_all": "moved to a nearby mean together, their spread shrunk three hundred- to a thousandfold",
+}
+
+
 class CandidateFault(Exception):
     """A reply of the candidate's process that is not a well-formed reply (frames where none belong, fields of the
     wrong type): that process's failure (`crashed`), unlike an exception of the judge's own code (`infra_error`)."""
@@ -367,9 +377,9 @@ class TrialChecks:
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
         """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
-        item), the near probes (some items; all together) and the ablation probe placed among them at random (after trial 1, which
-        surfaces compile errors), so a candidate that counts calls cannot tell which call is which. Every probe
-        call has the task's shapes and fresh inputs."""
+        item), the near probes (some items; all together) and the ablation probe placed among them at random
+        (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot tell which call
+        is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
@@ -437,21 +447,13 @@ class TrialChecks:
                             "function for every valid input")
                         res.flags.append(T.WIDE_INPUTS_FAILED)
                         return False
-                    if what in ("offset", "offset_items", "near", "near_all"):
+                    if what in SHIFTED_PROBES:
                         if self._as_accurate_as_reference(inputs, outs, refs):
                             continue
-                        shifted = {"offset": "shifted by a large constant (values far from zero with the same "
-                                             "spread)",
-                                   "offset_items": "with each item shifted by a large offset of its own (values far "
-                                                   "from zero with the same spread)",
-                                   "near": "with some items moved to a nearby mean and their spread shrunk three "
-                                           "hundred- to a thousandfold",
-                                   "near_all": "moved to a nearby mean together, their spread shrunk three hundred- "
-                                               "to a thousandfold"}[what]
                         res.verdict, res.error = T.INCORRECT, (
-                            f"wrong on inputs of the task's shapes {shifted}: {cmp.message}; the task's own float32 "
-                            "computation stays accurate there (checked against float64), the kernel's does not "
-                            "(cancellation, e.g. E[x^2]-E[x]^2, or no max-subtraction before exp)")
+                            f"wrong on inputs of the task's shapes {SHIFTED_PROBES[what]}: {cmp.message}; the task's "
+                            "own float32 computation stays accurate there (checked against float64), the kernel's does "
+                            "not (cancellation, e.g. E[x^2]-E[x]^2, or no max-subtraction before exp)")
                         res.flags.append(T.OFFSET_INPUTS_FAILED)
                         return False
                     if train or self.mode_independent:
@@ -551,8 +553,7 @@ class TrialChecks:
         statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. The reach is drawn once per
         input, between 1 and 2.5: a candidate that turns careful for the whole input as soon as one item's mean
         passes a threshold meets all moved items on one side of it, not a spread of them whose farthest item
-        crosses any threshold up to the draw's edge (attack m10, at the edge of the former draw of 1 to 3 for
-        each item, scored `ok` in about one evaluation in forty). With `together` (the "near_all" probe) every
+        crosses any threshold up to the draw's edge (attack m10, against a draw per item). With `together` (the "near_all" probe) every
         item moves, the same way: no item's mean stands out from the input's, so a careful path switched on an
         item that does (attack m10b) is not taken, and the input looks like one whose rows share a moderate mean
         with a small spread (x = 5 + 1e-3 * randn). None when nothing moves."""

@@ -101,14 +101,18 @@ def compile_hold() -> str:
 START_STEPS = ("forked", "sandboxed", "cuda_early", "runner", "cuda", "triton", "profiler", "snapshot")
 
 
-def start_steps(r: "RunnerHandle") -> dict[str, float]:
-    """A candidate process's start-up by step (`runner_start_<step>`: seconds from the step before), from the
-    monotonic times its hello reports (sent by the runner before any candidate code exists); `hello` is its
-    last step to the judge's reading of the hello. What holds the GPU longest while it starts, in the figures."""
-    stamps = (r.hello or {}).get("stamps")
-    if not isinstance(stamps, dict) or r.ready_at is None:
+def start_phases(r: "RunnerHandle") -> dict[str, float]:
+    """A candidate process's start-up (`runner_start`) and its steps (`runner_start_<step>`: seconds from the
+    step before), from the monotonic times its hello reports (sent by the runner before any candidate code
+    exists); `hello` is its last step to the judge's reading of the hello. What holds the GPU longest while it
+    starts, in the figures. Empty for a process not yet ready."""
+    if r.ready_at is None:
         return {}
-    out, last = {}, r.spawned_at
+    out = {"runner_start": round(r.ready_at - r.spawned_at, 3)}
+    stamps = (r.hello or {}).get("stamps")
+    if not isinstance(stamps, dict):
+        return out
+    last = r.spawned_at
     for key in START_STEPS:
         t = stamps.get(key)
         if isinstance(t, (int, float)) and last <= t <= r.ready_at:
@@ -223,8 +227,7 @@ class Judge:
         self.slot_dir = slot_dir
         self.iso = iso
         self.runner: RunnerHandle | None = None
-        self.runner_start_s: float | None = None  # the current candidate process's start-up, in seconds
-        self.runner_start_steps: dict[str, float] = {}  # of which each step's (`start_steps`)
+        self.runner_start: dict[str, float] = {}  # the current candidate process's start-up (`start_phases`)
         self.exchange = Exchange()  # tensors to and from candidate processes; poisoned between candidates
         self.spare: SpareStart | None = None
         self.keep_spare = self.cuda  # CPU candidates start in milliseconds: nothing to overlap
@@ -239,7 +242,8 @@ class Judge:
         self.gpu = devicelock.for_device(device)  # measurements own the GPU (drk.gym.judge.devicelock)
         self.profiler = profiler_mode()
         # a candidate's Triton compiles (host work) let the GPU's shared hold go (`GPU_EVENTS`)
-        self.compile_release = self.cuda and not isinstance(self.gpu, devicelock.NoLock) and compile_hold() == "release"
+        self.compile_release = (self.cuda and not isinstance(self.gpu, devicelock.NoLock)
+                                and compile_hold() == "release")
         harness.pin_numerics()
         self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
@@ -298,9 +302,7 @@ class Judge:
             except ForkServerGone as e:
                 raise RunnerGone(T.INFRA_ERROR, str(e)) from None
         self.runner = r
-        if r.ready_at is not None:  # seconds its start held the GPU shared (on its own thread if a spare)
-            self.runner_start_s = r.ready_at - r.spawned_at
-            self.runner_start_steps = start_steps(r)
+        self.runner_start = start_phases(r)  # how long its start held the GPU shared (on its own thread if a spare)
         if self.keep_spare:
             self.spare = SpareStart(self)
         return r
@@ -540,7 +542,7 @@ class Judge:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         waited0, waited_x0 = self.gpu.waited_s(), self.gpu.waited_s("exclusive")
-        self.runner_start_s, self.runner_start_steps = None, {}
+        self.runner_start = {}
         try:
             self._evaluate(req, res, deadline)
         except RunnerGone as g:
@@ -597,9 +599,7 @@ class Judge:
                 phases["gpu_lock_wait"] = round(self.gpu.waited_s() - waited0, 3)
                 # of which for its measurements (the others' work draining), the rest its work waiting for theirs
                 phases["gpu_lock_wait_measure"] = round(self.gpu.waited_s("exclusive") - waited_x0, 3)
-            if self.runner_start_s is not None:  # overlapped with the previous evaluation when it was a spare
-                phases["runner_start"] = round(self.runner_start_s, 3)
-                phases.update(self.runner_start_steps)
+            phases.update(self.runner_start)  # overlapped with the previous evaluation when it was a spare
         if outgrown and restarts < MAX_EXCHANGE_RESTARTS:
             return self.evaluate(req, restarts + 1)
         if restarts:
