@@ -38,6 +38,17 @@ def cpu_pool(tmp_path_factory):
         yield pool
 
 
+@pytest.fixture(scope="module")
+def cpu_judge(tmp_path_factory):
+    """One CPU judge in the test's own process (no pool), for tests that reach into its state; one per module."""
+    from drk.gym.judge.evaluation import Judge
+    from drk.gym.sandbox import isolation
+
+    j = Judge("cpu", str(tmp_path_factory.mktemp("slot")), None, isolation.detect())
+    yield j
+    j.close()
+
+
 def read_corpus_header(path: Path) -> dict:
     first = path.read_text().splitlines()[0]
     assert first.startswith("# drk-corpus:"), f"{path} lacks a drk-corpus header"

@@ -1,7 +1,7 @@
 """A candidate's Triton compile lets the GPU's shared hold go (DRK_COMPILE_HOLD=release).
 
 Why: a measurement (an exclusive hold) waits for every shared holder in flight; a candidate's first forward
-holds the GPU shared through its Triton compile, host work of 0.3-2 s, so every measurement queued behind it
+holds the GPU shared through its Triton compile (host work), so every measurement queued behind it
 waits that long and every other worker's GPU work waits behind the measurement. The candidate process says
 when a compile starts and ends; the judge lets go and takes the hold back before the kernel is launched.
 Properties: the hold is really let go (an exclusive holder gets in meanwhile), it is back before the op's
@@ -206,7 +206,7 @@ def test_compiles_past_the_bound_keep_the_hold(tmp_path, monkeypatch):
 
 
 def test_the_fork_server_leaves_triton_s_own_key_computed_for_every_candidate():
-    """Triton's cache key of its own sources hashes libtriton (0.3 s); a candidate process would compute it in its
+    """Triton's cache key of its own sources hashes all of libtriton; a candidate process would compute it in its
     start-up's warm-up, inside the GPU's shared hold. The fork server computes it before forking, so a child
     finds it computed."""
     import os

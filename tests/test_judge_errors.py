@@ -5,14 +5,11 @@ the evaluator's error text, and the next evaluation is unaffected. A reply of th
 not a well-formed reply stays the candidate's failure (`checks.CandidateFault`, `crashed`: attack m09)."""
 from __future__ import annotations
 
-import pytest
 from conftest import ROOT
 
 from drk.gym import EvalOptions, EvalRequest
 from drk.gym import types as T
 from drk.gym.judge import checks
-from drk.gym.judge.evaluation import Judge
-from drk.gym.sandbox import isolation
 from drk.tasks import task_from_file
 
 TASK = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")
@@ -20,23 +17,16 @@ GOOD = (ROOT / "data/query_solutions/001_scaled_tanh_bias.py").read_text()
 OPTS = EvalOptions(device="cpu", input_budget_mb=0.25, trials=2)
 
 
-@pytest.fixture(scope="module")
-def judge(tmp_path_factory):
-    j = Judge("cpu", str(tmp_path_factory.mktemp("slot")), None, isolation.detect())
-    yield j
-    j.close()
-
-
-def test_an_exception_in_the_judges_checks_is_an_infra_error(judge, monkeypatch):
+def test_an_exception_in_the_judges_checks_is_an_infra_error(cpu_judge, monkeypatch):
     def broken(inputs, seed, together=False):
         raise RuntimeError("a bug in a probe")
 
     monkeypatch.setattr(checks.TrialChecks, "_near", staticmethod(broken))
-    r = judge.evaluate(EvalRequest(TASK, GOOD, OPTS))
+    r = cpu_judge.evaluate(EvalRequest(TASK, GOOD, OPTS))
     assert r.verdict == T.INFRA_ERROR and not r.correct, (r.verdict, r.error)
     assert "evaluator error" in r.error and "a bug in a probe" in r.error
     monkeypatch.undo()
-    after = judge.evaluate(EvalRequest(TASK, GOOD, OPTS))
+    after = cpu_judge.evaluate(EvalRequest(TASK, GOOD, OPTS))
     assert after.verdict == T.OK, after.error
 
 

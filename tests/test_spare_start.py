@@ -8,8 +8,7 @@ import pytest
 from conftest import ROOT
 
 from drk.gym import EvalOptions, EvalRequest
-from drk.gym.judge.evaluation import Judge, SpareStart
-from drk.gym.sandbox import isolation
+from drk.gym.judge.evaluation import SpareStart
 from drk.tasks import task_from_file
 
 TASK = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")
@@ -18,11 +17,9 @@ OPTS = EvalOptions(device="cpu", input_budget_mb=0.25, trials=2)
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory):
-    j = Judge("cpu", str(tmp_path_factory.mktemp("slot")), None, isolation.detect())
-    j.keep_spare = True
-    yield j
-    j.close()
+def judge(cpu_judge):
+    cpu_judge.keep_spare = True
+    return cpu_judge
 
 
 def test_the_spare_started_on_its_thread_serves_the_next_evaluation(judge):

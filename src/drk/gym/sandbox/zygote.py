@@ -533,8 +533,8 @@ class Zygote:
 
 
 def warm_triton_key() -> bool:
-    """Compute Triton's cache key of its own sources once, here: it hashes the compiler's files and libtriton
-    (a few hundred megabytes, 0.3 s), and every candidate process's first kernel needs it, at its start-up's
+    """Compute Triton's cache key of its own sources once, here: it hashes the compiler's files and all of
+    libtriton, and every candidate process's first kernel needs it, at its start-up's
     warm-up, which holds the GPU shared; forked from here, each inherits the answer. No CUDA, no candidate
     code. False where this Triton keeps no such key."""
     try:
