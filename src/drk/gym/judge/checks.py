@@ -305,13 +305,13 @@ class TrialChecks:
             self.kept.add(key)
         if not reply.get("ok"):
             return reply, [], False
-        descs = reply.get("outputs") or []
-        if not isinstance(descs, list) or frames:
+        descs, n_outputs = reply.get("outputs") or [], reply.get("n_outputs", len(reply.get("outputs") or []))
+        if not isinstance(descs, list) or not isinstance(n_outputs, int) or frames:
             raise CandidateFault("the candidate process returned a malformed forward reply")
         mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
-        if len(descs) != int(reply.get("n_outputs", len(descs))):  # more outputs than the runner sends
+        if len(descs) != n_outputs:  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         if not self.cuda:
             try:
