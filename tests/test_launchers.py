@@ -144,6 +144,11 @@ def test_a_candidate_gets_judge_built_launchers_and_nothing_else(tmp_path, stub_
         build.compile_module_from_src(src + "\n/* extra */\n", LAUNCHER)
     assert len(violations) == 2 and all("native module" in v for v in violations)
     assert [n for n, _ in loaded] == ["cuda_utils", LAUNCHER] and not channel.infra_error
+    # the judge's own utilities missing from the base cache is the evaluator's failure, said with where it looked
+    utils.unlink()
+    with pytest.raises(RuntimeError, match="driver utilities .*not in the evaluator's base cache.*no module file"):
+        build.compile_module_from_src(utils_src, "cuda_utils")
+    assert len(violations) == 2
 
 
 def test_the_judges_tool_chain_failing_is_its_failure_not_the_candidates(tmp_path, stub_driver, monkeypatch):

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -815,3 +816,46 @@ def test_an_evaluation_whose_outputs_outgrow_the_exchange_file_starts_again_with
         res = pool.evaluate(EvalRequest(task, VARYING_SOLUTION, opts(trials=4, seed=seed, timeout_s=120)))
     assert res.verdict == "ok", (res.verdict, res.error[-600:])
     assert res.shapes.get("exchange_restarts", 0) >= 1, res.shapes
+
+
+def test_a_candidate_keys_triton_modules_by_the_judges_platform_key(tmp_path, monkeypatch):
+    """Triton names a native module's cache folder by a hash of its source and `platform_key()`, which asks
+    the `file` program about the interpreter. Under the exec guard a candidate may start no program, so its
+    own answer would differ from the judge's ("...,64bit," against "...,64bit,ELF"), and on CUDA the lookup of
+    the driver utilities the judge built into the base cache found nothing: every candidate `infra_error`.
+    The fork server pins the judge's key before any candidate exists, so no candidate runs `file` either."""
+    from triton.runtime.build import platform_key
+
+    monkeypatch.setenv("DRK_STATIC_RULES", "off")  # the probe names Triton's build module, which they refuse
+    probe = GOOD.replace("return scaled_tanh_bias(x, self.bias, self.scale)",
+                         "import triton.runtime.build as b\n        raise RuntimeError('PK=' + b.platform_key() + '|')")
+    with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path)) as pool:
+        r = pool.evaluate(EvalRequest(TASK, probe, opts()))
+    assert r.verdict == "runtime_error", (r.verdict, r.error)
+    assert f"PK={platform_key()}|" in r.error, r.error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the candidate uid exists only when the evaluator runs as root")
+def test_a_folder_bound_for_candidates_is_reachable_by_the_candidate_uid(tmp_path):
+    """The fork server binds the slot's read-only folders (the base Triton cache the judge warmed, the judge's
+    launchers) at their own paths under the pool's folder, which lies in a hidden root (/tmp) and is mode 0700.
+    bwrap made the folders leading to such a bind 0700 and root's, so the candidate uid found nothing there
+    and, under the exec guard on CUDA, every candidate died looking for Triton's driver utilities."""
+    from drk.gym.sandbox import isolation
+
+    pool = tempfile.mkdtemp(prefix="drk-gym-test-", dir="/tmp")  # as LocalPool's: 0700, root's
+    try:
+        base = os.path.join(pool, "slot0", "triton-base", "KEY")
+        os.makedirs(base)
+        Path(base, "mod.so").write_text("judge-built")
+        os.chmod(Path(base, "mod.so"), 0o644)
+        assert isolation._under_hidden(pool, isolation.hidden_roots())
+        iso = isolation.detect()
+        uid = isolation.SANDBOX_UID_BASE
+        code = (f"import os; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid}); "
+                f"print(open({os.path.join(base, 'mod.so')!r}).read())")
+        out = subprocess.run(isolation.bwrap_argv(iso, binds_ro=[os.path.dirname(base)]) + [sys.executable, "-c", code],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(pool, ignore_errors=True)
+    assert out.returncode == 0 and out.stdout.strip() == "judge-built", out.stderr[-800:]

@@ -23,5 +23,15 @@ def cache_key(src: str) -> str:
     return _base32(key)
 
 
+def judge_platform_key() -> str:
+    """Triton's `platform_key()` as the judge computes it, where programs may run ('' without Triton): the
+    fork server pins it for every candidate (`drk.gym.sandbox.zygote.pin_platform_key`), so the keys agree."""
+    try:
+        from triton.runtime.build import platform_key
+    except ImportError:
+        return ""
+    return platform_key()
+
+
 def module_file(name: str) -> str:
     return name + sysconfig.get_config_var("EXT_SUFFIX")

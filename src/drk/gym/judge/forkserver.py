@@ -16,6 +16,7 @@ import tempfile
 import threading
 
 from drk.gym.common import wire
+from drk.gym.common.modules import judge_platform_key
 from drk.gym.sandbox import isolation, zygote
 from drk.gym.sandbox.isolation import Isolation
 
@@ -64,7 +65,8 @@ class ForkServer:
         argv = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()),
                 "--mode", self.iso.mode, "--seccomp", "1" if self.iso.sandboxed and not self.iso.seccomp else "0",
                 "--device", self.device, "--base-cache", self.base_cache, "--tmp-root", self.tmp_root,
-                "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0"]
+                "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0",
+                "--platform-key", judge_platform_key()]
         if self.iso.sandboxed:
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache] + self.module_folders()[1:],
                                         accounts=self.accounts) + argv

@@ -244,20 +244,26 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
         a += ["--ro-bind", f"{accounts}/passwd", "/etc/passwd", "--ro-bind", f"{accounts}/group", "/etc/group"]
     a += ["--chmod", "1777", "/tmp"]
     made: set[str] = set()
-    for p in _needed_paths():
-        if _under_hidden(p, hidden) and p not in hidden and os.path.exists(p):  # never a whole hidden root back
-            # bwrap would create the folders leading there with mode 0700; the candidate uid must pass them
-            parts = p.strip("/").split("/")
+
+    def passable(p: str) -> list[str]:
+        # bwrap creates the folders leading to a bind inside a hidden root's tmpfs with mode 0700, root's: the
+        # candidate uid must pass them (only pass: what else they hold is the empty tmpfs)
+        out, parts = [], p.strip("/").split("/")
+        if _under_hidden(p, hidden):
             for i in range(2, len(parts)):
                 anc = "/" + "/".join(parts[:i])
                 if anc not in made:
                     made.add(anc)
-                    a += ["--perms", "0755", "--dir", anc]
-            a += ["--ro-bind", p, p]
+                    out += ["--perms", "0755", "--dir", anc]
+        return out
+
+    for p in _needed_paths():
+        if _under_hidden(p, hidden) and p not in hidden and os.path.exists(p):  # never a whole hidden root back
+            a += passable(p) + ["--ro-bind", p, p]
     for p in binds_ro:
-        a += ["--ro-bind", p, p]
+        a += passable(p) + ["--ro-bind", p, p]
     for p in binds_rw:
-        a += ["--bind", p, p]
+        a += passable(p) + ["--bind", p, p]
     for dev in sorted(glob.glob("/dev/nvidia*")):
         a += ["--dev-bind", dev, dev]
     for p in ("/run/nvidia-persistenced",):

@@ -25,18 +25,31 @@ def _jsonable(t):
     return [_jsonable(x) for x in t] if isinstance(t, (tuple, list)) else t
 
 
+def _driver_source(driver) -> str | None:
+    """The C source of Triton's driver utilities (`driver.c` beside its CUDA driver module), read before any
+    candidate code exists; None where this Triton keeps none there."""
+    path = os.path.join(os.path.dirname(os.path.realpath(driver.__file__)), "driver.c")
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 class JudgeBuiltModules:
     def __init__(self, sock_fd: int, folders: list[str], violations: list[str]) -> None:
         self.sock = socket.socket(fileno=sock_fd)
         self.sock.settimeout(REPLY_TIMEOUT_S)
         self.folders, self.violations = list(folders), violations
         self.made: dict[str, tuple] = {}  # launcher source -> (signature types, tensordesc metadata)
+        self.driver_src: str | None = None
 
     def install(self) -> None:
         import triton.runtime.build as build
         from triton.backends.nvidia import driver
 
         make_launcher = driver.make_launcher
+        self.driver_src = _driver_source(driver)
 
         def recording_make_launcher(constants, signature, tensordesc_meta):
             src = make_launcher(constants, signature, tensordesc_meta)
@@ -68,6 +81,11 @@ class JudgeBuiltModules:
             if not reply.get("ok"):
                 raise RuntimeError(reply.get("error") or "the judge did not build the launcher")
             path = os.path.join(self.folders[-1], reply["key"], module_file(name))
+        if path is None and src == self.driver_src:
+            # Triton's own driver utilities, which the judge built into the base cache: missing is the
+            # evaluator's failure (the start fails, `infra_error`), never the candidate's
+            raise RuntimeError(f"Triton's driver utilities ({name}) are not in the evaluator's base cache: "
+                               + self.looked_for(src, name))
         if path is None:
             msg = (f"sandbox: building native module {name!r} is not allowed (only Triton's kernel launchers, "
                    "which the evaluator builds)")
@@ -75,3 +93,12 @@ class JudgeBuiltModules:
                 self.violations.append(msg)
             raise PermissionError(msg)
         return load_path(name, path)
+
+    def looked_for(self, src: str, name: str) -> str:
+        """Where the lookup looked and what it found there, for the operator."""
+        key, seen = cache_key(src), []
+        for folder in self.folders:
+            state = ("no folder" if not os.path.isdir(folder) else "unreadable" if not os.access(folder, os.R_OK | os.X_OK)
+                     else "no such key" if not os.path.isdir(os.path.join(folder, key)) else "no module file")
+            seen.append(f"{folder}: {state}")
+        return f"key {key}, file {module_file(name)}; " + "; ".join(seen)

@@ -376,6 +376,7 @@ class Zygote:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
+        pin_platform_key(a.platform_key)
         if self.device != "cpu":
             # Triton finds libcuda with ldconfig and learns ptxas's version by running it: done once here, where
             # programs may run, and cached for every candidate, whose filter refuses them new programs
@@ -532,6 +533,19 @@ class Zygote:
                 "cores": max(1, cores), "age_s": time.monotonic() - child["start"]}
 
 
+def pin_platform_key(key: str) -> None:
+    """Every candidate keys Triton's native modules by the judge's `platform_key()` (`key`; '' leaves Triton's).
+    Triton's own asks the `file` program about the interpreter, and a candidate under the exec guard may start
+    no program, so its answer would differ from the judge's, and the driver utilities and launchers the judge
+    built would never be found under their keys. Routing, not a defence: candidate code may change it, and
+    then only its own lookups miss."""
+    if not key:
+        return
+    import triton.runtime.build as build
+
+    build.platform_key = lambda: key
+
+
 def warm_triton_key() -> bool:
     """Compute Triton's cache key of its own sources once, here: it hashes the compiler's files and all of
     libtriton, and every candidate process's first kernel needs it, at its start-up's
@@ -661,6 +675,7 @@ def main() -> None:
     p.add_argument("--tmp-root", default="/tmp")
     p.add_argument("--seccomp", default="1", choices=["0", "1"])
     p.add_argument("--exec-guard", default="0", choices=["0", "1"])
+    p.add_argument("--platform-key", default="")
     a = p.parse_args()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     try:
