@@ -296,8 +296,8 @@ class LocalPool(SubmitBackend):
                 continue
             res, overlapped = self._evaluate_on(slot, req, alone=False)
             if _suspect(res) and overlapped:
-                # A failure that sibling evaluations can cause (time, memory): it stands only if it repeats
-                # with nothing else running.
+                # A failure that sibling evaluations can cause (time, memory, a disbelieved time): it stands
+                # only if it repeats with nothing else running.
                 res, _ = self._evaluate_on(slot, req, alone=True)
                 res.flags.append(T.RERUN_ALONE)
             fut.set_result(self._finish(req, res))
@@ -321,9 +321,12 @@ class LocalPool(SubmitBackend):
 
 
 def _suspect(res: T.EvalResult) -> bool:
-    """Failures a busy neighbour can cause: out of time, out of memory, a dead or unstartable worker."""
+    """Failures a busy neighbour can cause: out of time, out of memory, a dead or unstartable worker, and a
+    time the judge's clock disbelieved (`timing_inconsistent`): another process's GPU work time-slices with
+    the timed loop (the GPU lock binds the judges, not candidates' threads: attack q02) and stretches the
+    judge's wall clock around it, so the bound meant for forged times would replace a correct kernel's."""
     text = (res.error or "").lower()
-    return res.verdict in (T.TIMEOUT, T.CRASHED, T.INFRA_ERROR) or (
+    return res.verdict in (T.TIMEOUT, T.CRASHED, T.INFRA_ERROR) or T.TIMING_INCONSISTENT in res.flags or (
         res.verdict == T.RUNTIME_ERROR and ("out of memory" in text or "cuda error" in text))
 
 
