@@ -24,6 +24,7 @@ from drk.gym.common import compare, harness
 from drk.gym.common.shm import Exchange
 from drk.gym.common.tensors import DTYPES, nbytes, shapes_of
 from drk.gym.judge import static
+from drk.gym.judge.replies import CandidateFault
 from drk.gym.sandbox.runner import SHM_TENSOR
 
 
@@ -48,11 +49,6 @@ SHIFTED_PROBES = {
     "near": "with some items moved to a nearby mean and their spread shrunk three hundred- to a thousandfold",
     "near_all": "moved to a nearby mean together, their spread shrunk three hundred- to a thousandfold",
 }
-
-
-class CandidateFault(Exception):
-    """A reply of the candidate's process that is not a well-formed reply (frames where none belong, fields of the
-    wrong type): that process's failure (`crashed`), unlike an exception of the judge's own code (`infra_error`)."""
 
 
 class ExchangeOutgrown(Exception):
@@ -305,20 +301,19 @@ class TrialChecks:
             self.kept.add(key)
         if not reply.get("ok"):
             return reply, [], False
-        descs, n_outputs = reply.get("outputs") or [], reply.get("n_outputs", len(reply.get("outputs") or []))
-        if not isinstance(descs, list) or not isinstance(n_outputs, int) or frames:
-            raise CandidateFault("the candidate process returned a malformed forward reply")
+        # the fields' types were checked as the reply was read (`replies.check`)
+        descs = reply.get("outputs") or []
+        n_outputs = reply.get("n_outputs") if reply.get("n_outputs") is not None else len(descs)
+        if frames:
+            raise CandidateFault("the candidate process returned a malformed forward reply (frames)")
         mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         if len(descs) != n_outputs:  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         if not self.cuda:
-            try:
-                launches = [(str(name), float(s)) for name, s in reply.get("launches", [])]
-                wall = float(reply.get("wall_s") or 0.0)
-            except (TypeError, ValueError):
-                raise CandidateFault("the candidate process returned a malformed forward reply") from None
+            launches = [(name, float(s)) for name, s in reply.get("launches") or []]
+            wall = float(reply.get("wall_s") or 0.0)
             if not skip_triton and isinstance(reply.get("written_share"), (int, float)):
                 self.cpu_written.append(float(reply["written_share"]))
             self.cpu_cand_ms.append(float(reply.get("judge_wall_s") or 0.0) * 1000.0)
@@ -428,7 +423,7 @@ class TrialChecks:
                     self._fail(reply)
                     res.error = f"{label} ({mode_name(train, grad)}): {res.error}"
                     return False
-                subclass = [d["subclass"] for d in reply.get("outputs", []) if d.get("subclass")]
+                subclass = [d["subclass"] for d in reply.get("outputs") or [] if d.get("subclass")]
                 if subclass:
                     res.verdict = T.HACKED
                     res.error = f"forward returned a tensor subclass ({subclass[0]}), not a plain tensor"

@@ -38,8 +38,9 @@ from drk.gym import types as T
 from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
-from drk.gym.judge import devicelock, devicememory, static
-from drk.gym.judge.checks import CandidateFault, ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
+from drk.gym.judge import devicelock, devicememory, replies, static
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
+from drk.gym.judge.replies import CandidateFault
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -388,6 +389,10 @@ class Judge:
                 reply, rframes = wire.recv(r.conn, max_frame=MAX_REPLY_FRAME_BYTES, max_total=MAX_REPLY_FRAME_BYTES,
                                            deadline=t_read + max(deadline.left_s, REPLY_READ_FLOOR_S))
                 deadline.left_s -= time.monotonic() - t_read
+                if not isinstance(reply, dict) or not isinstance(reply.get("op"), str):
+                    self.gpu.resume()
+                    self.recycle()
+                    raise replies.CandidateFault("the candidate process returned a malformed reply (not a mapping)")
                 if not (self.compile_release and reply.get("op") in GPU_EVENTS):
                     break
                 events += 1
@@ -411,6 +416,11 @@ class Judge:
             self.recycle()
             raise RunnerGone(T.FORBIDDEN, "protocol violation: the candidate process wrote to the evaluator's "
                                           "channel (forged or extra messages)")
+        try:
+            replies.check(header["op"], reply)
+        except replies.CandidateFault:
+            self.recycle()  # a process that forges its replies serves no further op
+            raise
         tampered = reply.get("integrity") or []
         violations = reply.get("violations") or []
         if tampered or violations:
