@@ -144,7 +144,9 @@ def _shipped(kb: Path) -> list[tuple[str, str]]:
 
 def _summary(res: list, wall: float, workers: int) -> dict:
     # the required work: compile, the checks (the output-caching probe's two calls included), the candidate's
-    # measurements and the references' (when not cached)
+    # measurements and the references' (when not cached); the wait for the measurements' exclusive hold is in no
+    # phase, so it counts as beyond (the references' wait for theirs and the checks' for the shared hold are
+    # inside their phases)
     gpu_work = ("compile", "correctness", "caching", "timing", "profile", "reference_timing")
     beyond = [r.phase_seconds.get("total", 0.0) - sum(r.phase_seconds.get(k, 0.0) for k in gpu_work) for r in res]
     return {"workers": workers, "evals": len(res), "wall_s": wall, "evals_per_min": 60 * len(res) / wall,

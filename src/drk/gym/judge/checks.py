@@ -765,8 +765,8 @@ class TrialChecks:
         it stops after the hold is let go, not inside it before a next op. The references were timed
         before the candidate loaded (`time_references`)."""
         res = self.res
-        t0 = time.monotonic()
         with self.j.on_gpu(self.deadline, measure=True):
+            t0 = time.monotonic()  # the wait for the hold is `gpu_lock_wait_measure`, not the profile's
             profiled = self._profile_op() if profile else False
             t_time = time.monotonic()
             timed = self._timed() if timing else None
