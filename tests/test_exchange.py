@@ -117,7 +117,7 @@ def test_between_candidates_every_byte_of_the_file_is_poisoned():
     ex.fresh()
     assert m.mm[:] == b"\xff" * len(m.mm)
     fd = ex.fd
-    ex.load([torch.randn(5)], [torch.zeros(3)])
+    ex.load([torch.ones(5)], [torch.zeros(3)])  # bytes 00 00 80 3f: random inputs hold a 0x07 byte now and then
     assert ex.fd == fd and b"\x07" not in bytes(m.mm[:])  # same file for the next candidate, nothing left
     m.close()
     ex.close()
