@@ -339,6 +339,12 @@ KNOWN_GAPS = {
     "m04_forge_runner_reply_evidence.py": "open: launch records, written share and (on GPU) the profiler's rows are "
     "collected in the candidate's process and sent by the runner object, which candidate code can reach and "
     "rewrite; the judge's own checks (outputs, ablation, wall clock) do not bound the coverage it claims",
+    # round 10 (a black-box red team on CPU, 2026-12-07; tests/attacks/README.md "Round 10 results")
+    "s04_row_block_cap_full_shape.py": "open on CPU: the CPU path evaluates at shapes scaled to its budget "
+    "(`scaled_shapes` in the result), under the block the kernel caps itself at; a GPU evaluates the task's own "
+    "shapes, where the unwritten columns are wrong (bench/attacks_gpu.py runs it there)",
+    "s07_reused_output_buffer_aliasing.py": "open: each output is copied out before the next call, so a module that "
+    "returns one buffer it overwrites on every call (its earlier outputs silently changed) shows right values",
     "m12_numeric_settings_only_inside_forward.py": "open on CPU: the pinned numeric settings are compared before and "
     "after each call, so settings changed inside the forward and restored before it returns go unseen there (where "
     "they change nothing); on GPU the profiled forward's rows name cuBLAS's TF32 kernels (`checks.tf32_matmul`: "

@@ -46,6 +46,7 @@ TIMED_WORK_SKIPPED = "timed_work_skipped"  # the timed calls ran less of the ker
 NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disagrees with itself
 WIDE_INPUTS_FAILED = "wide_inputs_failed"  # right on get_inputs()' distribution, wrong on wider inputs
 OFFSET_INPUTS_FAILED = "offset_inputs_failed"  # right near zero, wrong on inputs shifted far from it
+EDGE_INPUTS_FAILED = "edge_inputs_failed"  # wrong at exact zeros, an all-zero item or one far outlier
 INPUT_INDEPENDENT = "input_independent"  # bitwise the same outputs for inputs whose expected outputs differ
 TIMING_INCONSISTENT = "timing_inconsistent"  # self-reported time far under the judge's clock: bound used
 PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)

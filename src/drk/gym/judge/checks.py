@@ -247,7 +247,8 @@ class TrialChecks:
         # trial's) is known before the candidate process has any code, when the references are timed.
         n = max(1, int(self.opts.trials))
         plan = [("trial", k) for k in range(1, n)] + [("wide", n), ("ablation", n + 1), ("offset", n + 2),
-                                                       ("near", n + 3), ("offset_items", n + 4), ("near_all", n + 5)]
+                                                       ("near", n + 3), ("offset_items", n + 4), ("near_all", n + 5),
+                                                       ("edge", n + 6)]
         _rng.shuffle(plan)
         self.plan = [("trial", 0)] + plan
         # seed of the timing inputs (the reference is timed on a copy made again)
@@ -372,7 +373,7 @@ class TrialChecks:
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
         """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
-        item), the near probes (some items; all together) and the ablation probe placed among them at random
+        item), the near probes (some items; all together), the edge probe and the ablation probe placed among them at random
         (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot tell which call
         is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
@@ -442,6 +443,16 @@ class TrialChecks:
                             "function for every valid input")
                         res.flags.append(T.WIDE_INPUTS_FAILED)
                         return False
+                    if what == "edge":
+                        if self._as_accurate_as_reference(inputs, outs, refs):
+                            continue
+                        res.verdict, res.error = T.INCORRECT, (
+                            "wrong on inputs of the task's shapes with exact zeros at a few positions, one item all "
+                            f"zero and a few elements 100 to 1000 standard deviations out: {cmp.message}; the task's "
+                            "own computation is defined and accurate there (checked against float64), the kernel's is "
+                            "not (a division without its eps, a NaN at exact zero, a maximum over part of a row)")
+                        res.flags.append(T.EDGE_INPUTS_FAILED)
+                        return False
                     if what in SHIFTED_PROBES:
                         if self._as_accurate_as_reference(inputs, outs, refs):
                             continue
@@ -504,6 +515,8 @@ class TrialChecks:
             return self._near(inputs, seed)
         if what == "near_all":
             return self._near(inputs, seed, together=True)
+        if what == "edge":
+            return self._edged(inputs, seed)
         return inputs
 
     @staticmethod
@@ -605,6 +618,53 @@ class TrialChecks:
             if not compare.compare_outputs(ref_tf32, ref64, self.opts.tolerance).ok:
                 return True
         return compare.compare_outputs(outs, ref64, self.opts.tolerance).ok
+
+    @staticmethod
+    def _edged(inputs: list, seed: int) -> list | None:
+        """The task's inputs with values at the edges of a function's domain, which random draws never hit:
+        exact zeros at a few positions (a NaN from tanh(x)/x at 0: attack s02), one item along the first dimension
+        all zero (a norm without its eps divides zero by zero: s09) and, in up to four other items, one element
+        500 to 1000 standard deviations above the input's mean, in a different quarter of each item, and one 100
+        to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06). Floating-point inputs with at least two elements; None when there
+        is none. A kernel that takes a careful path on such inputs gains nothing: they are the only ones where
+        its careless path is wrong. Judged like the shifted probes: a miss counts only where the task's own
+        float32 computation is accurate (`_as_accurate_as_reference`), and the probe is skipped where the
+        reference is not finite (a task undefined at zero)."""
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        out, moved = [], False
+        for t in inputs:
+            if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 1):
+                out.append(t)
+                continue
+            src = t if t.dtype in (torch.float32, torch.float64) else t.float()
+            sd, mu = torch.std_mean(src)
+            mean, std = float(mu), float(sd)
+            std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
+            w = t.detach().clone().contiguous()
+            flat, items = w.view(-1), _items(w)
+            n, rows = flat.numel(), items.shape[0]
+            k = min(n, 8, 2 + n // 65536)
+            idx = torch.unique(torch.randint(n, (4 * k,), generator=g))  # distinct, in O(k) (as `_widened`)
+            flat[idx[torch.randperm(idx.numel(), generator=g)[:k]].to(flat.device)] = 0.0
+            order = torch.randperm(rows, generator=g) if rows > 1 else torch.zeros(1, dtype=torch.long)
+            if rows > 1:
+                items[int(order[0])] = 0.0
+            # In each of up to four other items: one element far above the mean, the item's largest, in a quarter
+            # of the item of its own (so a statistic over any part of a row that misses it, a partial maximum,
+            # misses by hundreds of standard deviations in some item), and one far below it.
+            width = items.shape[1]
+            quarters = min(4, width)
+            first = int(torch.randint(quarters, (1,), generator=g))
+            for j, r in enumerate(order[1:1 + quarters].tolist() if rows > 1 else [0]):
+                q = (first + j) % quarters
+                lo, hi = q * width // quarters, (q + 1) * width // quarters
+                up, down = torch.rand(2, generator=g, dtype=torch.float64).tolist()
+                below = int(torch.randint(width, (1,), generator=g))
+                items[r, below] = mean - (100.0 + 900.0 * down) * std
+                items[r, lo + int(torch.randint(hi - lo, (1,), generator=g))] = mean + (500.0 + 500.0 * up) * std
+            out.append(w)
+            moved = True
+        return out if moved else None
 
     @staticmethod
     def _widened(inputs: list, seed: int) -> list:
