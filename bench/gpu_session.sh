@@ -24,6 +24,8 @@
 #            then the corpus and throughput with the guard on
 #   loadtiming  drk's candidate and reference times alone and beside 3 busy workers, DRK_GPU_LOCK on and off
 #            (LOCKS="on off"), bench/timing_under_load.py: what the lock buys
+#   validate issue 14 in one call: the exec guard on CUDA (GPU test, native-code attacks), the attacks changed
+#            since the last GPU run ($ATTACKS), throughput with the sandbox on and off side by side
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
@@ -146,6 +148,24 @@ guard)
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -12
   echo "== corpus + throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
+  ;;
+validate)  # issue 14 in one call, each step capped: the exec guard on CUDA (its GPU test, then the native-code
+  # attacks with the early layers off), the attacks changed since the last GPU run (static rules off), then
+  # throughput over the shipped level 1-2 solutions with the sandbox on and off side by side (lock on, 2 passes)
+  echo "== exec guard: GPU test"; DRK_EXEC_GUARD=on timeout 90 python3 -m pytest -q -m gpu tests/test_launchers.py 2>&1 | tail -${TEST_LINES:-3}
+  echo "== native-code attacks under the guard, early layers off ($SECONDS s in)"; DRK_EXEC_GUARD=on DRK_AUDIT=off \
+    DRK_STATIC_RULES=off timeout 120 python3 bench/attacks_gpu.py --only ${GUARD_ATTACKS:-a16,a17,a20,k01,k02,k10,k12,k13,k14,k15,k16,k17,k18,l01} \
+    --no-pairs --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -${ATTACK_LINES:-18}
+  echo "== attacks ${ATTACKS:-q02,s0,m09,m11,m10} ($SECONDS s in)"; DRK_STATIC_RULES=off timeout $(( $(left ${BUDGET:-570}) / 3 )) \
+    python3 bench/attacks_gpu.py --only ${ATTACKS:-q02,s0,m09,m11,m10} --workers 2 --out $OUT/attacks.json 2>&1 \
+    | grep -v SyntaxWarning | tail -${ATTACK_LINES:-18}
+  echo "== throughput, sandbox on and off ($SECONDS s in)"; GYM_PASSES=${GYM_PASSES:-2} timeout $(left) python3 bench/gym_gpu.py \
+    --kernelbench $KB --out $OUT/gym --parts isolation > $OUT/gym.log 2>&1
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1]))
+for k, v in d.items():
+    if isinstance(v, dict) and 'evals_per_min' in v:
+        print(k, round(v['evals_per_min'], 1), '/min, beyond', round(v['median_beyond_gpu_work_s'], 2), 's, not ok:',
+              {a: b for a, b in v['verdicts'].items() if b != 'ok'})" $OUT/gym/isolation.json || tail -5 $OUT/gym.log
   ;;
 loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/timing_under_load.py)
   SHARE=$(( $(left) / $(echo ${LOCKS:-on off} | wc -w) ))  # each setting an equal share of the call
