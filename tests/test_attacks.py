@@ -343,8 +343,6 @@ KNOWN_GAPS = {
     "s04_row_block_cap_full_shape.py": "open on CPU: the CPU path evaluates at shapes scaled to its budget "
     "(`scaled_shapes` in the result), under the block the kernel caps itself at; a GPU evaluates the task's own "
     "shapes, where the unwritten columns are wrong (bench/attacks_gpu.py runs it there)",
-    "s07_reused_output_buffer_aliasing.py": "open: each output is copied out before the next call, so a module that "
-    "returns one buffer it overwrites on every call (its earlier outputs silently changed) shows right values",
     "m12_numeric_settings_only_inside_forward.py": "open on CPU: the pinned numeric settings are compared before and "
     "after each call, so settings changed inside the forward and restored before it returns go unseen there (where "
     "they change nothing); on GPU the profiled forward's rows name cuBLAS's TF32 kernels (`checks.tf32_matmul`: "

@@ -47,6 +47,7 @@ NONDETERMINISTIC_REFERENCE = "nondeterministic_reference"  # the reference disag
 WIDE_INPUTS_FAILED = "wide_inputs_failed"  # right on get_inputs()' distribution, wrong on wider inputs
 OFFSET_INPUTS_FAILED = "offset_inputs_failed"  # right near zero, wrong on inputs shifted far from it
 EDGE_INPUTS_FAILED = "edge_inputs_failed"  # wrong at exact zeros, an all-zero item or one far outlier
+OUTPUT_REUSED = "output_reused"  # a call wrote into a tensor the call before returned
 INPUT_INDEPENDENT = "input_independent"  # bitwise the same outputs for inputs whose expected outputs differ
 TIMING_INCONSISTENT = "timing_inconsistent"  # self-reported time far under the judge's clock: bound used
 PROCESS_SURVIVED = "process_survived"    # a process of the candidate outlived the kill sweep (never seen: a bug)

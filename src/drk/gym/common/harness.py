@@ -126,16 +126,20 @@ def plain_outputs(out: Any) -> list[torch.Tensor]:
 
 
 def forward(model: torch.nn.Module, inputs: list, *, train: bool = True, grad: bool = True,
-            plain: bool = False) -> list[torch.Tensor]:
+            plain: bool = False, roots: list | None = None) -> list[torch.Tensor]:
     """`plain`: the candidate's forward, whose outputs must be plain tensors (`plain_outputs`) and which must
-    leave the caller's current stream current."""
+    leave the caller's current stream current. `roots`, when given, gets each output as the forward returned it
+    (the tensor it is a view of, if any), before the detached copies this returns."""
     stream = _current_stream_handle() if plain else None
     with forward_mode(model, train, grad):
         out = model(*inputs)
     if stream is not None and _current_stream_handle() != stream:
         raise StreamChanged("forward left another CUDA stream current; restore the caller's stream (and make it "
                             "wait for any side stream) before returning")
-    return [t.detach() for t in (plain_outputs(out) if plain else flatten_outputs(out))]
+    flat = plain_outputs(out) if plain else flatten_outputs(out)
+    if roots is not None:
+        roots.extend(t._base if t._base is not None else t for t in flat)
+    return [t.detach() for t in flat]
 
 
 def _current_stream_handle() -> int | None:

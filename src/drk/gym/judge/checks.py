@@ -472,6 +472,13 @@ class TrialChecks:
                     res.flags.append(T.INPUT_MUTATED)
                     res.error = f"{label}: the forward modified its input tensors in place"
                     return False
+                if reply.get("outputs_overwritten"):  # the candidate process's account: a convention check
+                    res.verdict = T.INCORRECT
+                    res.flags.append(T.OUTPUT_REUSED)
+                    res.error = (f"{label}: the forward wrote into a tensor it returned on the call before (one "
+                                 "output buffer kept and filled again?), so its caller's earlier outputs change; "
+                                 "every call must return tensors of its own that later calls leave alone")
+                    return False
                 if not reply.get("launches"):
                     res.verdict = T.NO_TRITON
                     res.error = (f"no Triton kernel ran in the forward ({mode_name(train, grad)}); every forward must "

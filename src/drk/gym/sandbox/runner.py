@@ -17,6 +17,7 @@ import pickle
 import sys
 import time
 import traceback
+import weakref
 
 
 class Runner:
@@ -74,6 +75,7 @@ class Runner:
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.stamps["snapshot"] = time.monotonic()
         self.inputs: dict[str, list] = {}
+        self.returned: list[tuple] = []  # (weak reference, sample of values) of the last forward's outputs
         self.model = None
         self.module_name = None
         self.module_file = None
@@ -306,8 +308,9 @@ class Runner:
             self._poison_allocator(int(h.get("poison_bytes", 0)))
         t0 = time.perf_counter()
         try:
+            roots: list = []  # the tensors the forward returned (or those they view), for `returned`
             outs = self.harness.forward(self.model, inputs, train=h.get("train", True), grad=h.get("grad", True),
-                                        plain=True)
+                                        plain=True, roots=roots)
             # The outputs are read (below, each copy ordered on the caller's stream) as the module's caller would
             # read them: work left on a stream the caller's stream never waited for is not in them (the poisoned
             # allocation shows instead), so an unjoined side stream is a race judged `incorrect`, not a result
@@ -333,10 +336,40 @@ class Runner:
         # the inputs as the forward left them, back over their slots: the judge compares them with its own
         back = [mapped.write_input(i, t) for i, t in enumerate(x for x in inputs if isinstance(x, torch.Tensor))] \
             if h.get("inputs_back") else None
+        overwritten = self._earlier_outputs_overwritten(inputs)
+        # weakly: only what the candidate itself keeps stays alive (the detached copies above die with this op);
+        # each output's own place in that tensor's memory, so writes elsewhere in a buffer it views are not counted
+        self.returned = [(weakref.ref(r), (o.storage_offset(), tuple(o.shape), o.stride()), value_sample(o))
+                         for r, o in zip(roots[:MAX_OUTPUTS], outs)]
+        del roots
         written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
-                    "skipped": self.recorder.skipped, "inputs_back": back, "written_share": written})
+                    "skipped": self.recorder.skipped, "inputs_back": back, "written_share": written,
+                    "outputs_overwritten": overwritten})
+
+    def _earlier_outputs_overwritten(self, inputs: list) -> bool:
+        """Did this call write into a tensor the previous forward returned, which the candidate kept (a module
+        that returns one buffer it fills on every call: its caller's earlier outputs silently change, attack s07)?
+        Only tensors still alive are checked (a freed one's memory is the allocator's to reuse), by their values
+        (a few spread over each, compared bit for bit), and never one sharing memory with an input the judge
+        refreshes in place (a module that returns its input, changed in place)."""
+        held = {t.untyped_storage().data_ptr() for group in [inputs, *self.inputs.values()] for t in group
+                if isinstance(t, self.torch.Tensor)}
+        torch = self.torch
+        for ref, (offset, shape, stride), before in self.returned:
+            root = ref()
+            if root is None or before is None or root.untyped_storage().data_ptr() in held:
+                continue
+            try:  # the earlier output, where it lies now
+                output = torch.empty(0, dtype=before.dtype, device=root.device).set_(
+                    root.untyped_storage(), offset, shape, stride)
+            except (RuntimeError, TypeError, ValueError):  # its memory shrank or changed layout: not this check's
+                continue
+            now = value_sample(output)
+            if now is not None and not same_bits(now, before):
+                return True
+        return False
 
     def _poison_allocator(self, nbytes: int) -> None:
         """Leave NaN-filled blocks in the CUDA caching allocator for the candidate's next allocations."""
@@ -423,6 +456,29 @@ class Runner:
 ROWS_READ_AFTER = ("time", "profile")  # ops whose device activity the judge reads later, with `rows`
 SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory file in a pickled input list
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
+VALUE_SAMPLE = 1024  # values of each output kept to tell whether a later call wrote into it
+
+
+def value_sample(t) -> object:
+    """Up to VALUE_SAMPLE of `t`'s values, spread evenly over it (a copy on its device); None where they cannot
+    be read without copying the whole tensor (not contiguous, empty, or a layout without a flat view)."""
+    try:
+        if t.numel() == 0 or not t.is_contiguous():
+            return None
+        flat = t.detach().view(-1)
+        return flat[::max(1, flat.numel() // VALUE_SAMPLE)][:VALUE_SAMPLE].clone()
+    except (RuntimeError, TypeError, ValueError):
+        return None
+
+
+def same_bits(a, b) -> bool:
+    """Bitwise equality (a NaN equals itself), by the values' bytes where the dtype has a byte view."""
+    import torch
+
+    try:
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    except (RuntimeError, TypeError):
+        return torch.equal(a, b)
 
 
 def run_candidate_process(fd: int, opts: dict, workdir: str, triton_cache: str) -> None:
