@@ -647,13 +647,15 @@ class TrialChecks:
             sd, mu = torch.std_mean(src)
             mean, std = float(mu), float(sd)
             std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
-            w = t.detach().clone().contiguous()
+            w = t.detach().contiguous()  # in place where it can be: the step's inputs are made for it alone
             flat, items = w.view(-1), _items(w)
             n, rows = flat.numel(), items.shape[0]
             k = min(n, 8, 2 + n // 65536)
             idx = torch.unique(torch.randint(n, (4 * k,), generator=g))  # distinct, in O(k) (as `_widened`)
             flat[idx[torch.randperm(idx.numel(), generator=g)[:k]].to(flat.device)] = 0.0
-            order = torch.randperm(rows, generator=g) if rows > 1 else torch.zeros(1, dtype=torch.long)
+            # up to five distinct items drawn in O(1), never a permutation of every item
+            picks = torch.unique(torch.randint(rows, (20,), generator=g))
+            order = picks[torch.randperm(picks.numel(), generator=g)][:5]
             if rows > 1:
                 items[int(order[0])] = 0.0
             # In each of up to four other items: one element far above the mean, the item's largest, in a quarter
