@@ -261,6 +261,31 @@ def rules_enabled() -> bool:
     return os.environ.get("DRK_STATIC_RULES", "on") != "off"
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (either side)."""
+    t = getattr(node, "test", None)
+    if not (isinstance(node, ast.If) and isinstance(t, ast.Compare) and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Eq)):
+        return False
+    sides = [t.left, t.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _without_main_blocks(tree: ast.Module) -> ast.Module:
+    """The module less its top-level `if __name__ == "__main__":` blocks, which never run when the evaluator
+    imports it under another name (kernel files often end with a self-test that times the kernel); the whole
+    module when it might rename itself (assigns `__name__`, declares it global, or spells it as a string).
+    An early layer's convenience: nothing rests on it."""
+    guards = [n for n in tree.body if _is_main_guard(n)]
+    renamed = any((isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load))
+                  or (isinstance(n, ast.Constant) and n.value == "__name__")
+                  or (isinstance(n, ast.Global) and "__name__" in n.names) for n in ast.walk(tree))
+    if not guards or renamed:
+        return tree
+    return ast.Module(body=[n for n in tree.body if not _is_main_guard(n)], type_ignores=[])
+
+
 def check_source(source: str, rules: bool | None = None) -> StaticReport:
     """Validate a candidate; returns the first problem found (or an ok report). Without `rules`
     (`rules_enabled()` by default) the early layer's refusals (verdict `forbidden` for what the checker
@@ -275,7 +300,7 @@ def check_source(source: str, rules: bool | None = None) -> StaticReport:
     except (ValueError, MemoryError, RecursionError) as e:
         return StaticReport("compile_error", f"cannot parse source: {type(e).__name__}: {e}")
     checker = _Checker()
-    checker.visit(tree)
+    checker.visit(_without_main_blocks(tree))
     if checker.problem and rules:
         msg, line = checker.problem
         return StaticReport("forbidden", f"{msg} (line {line})", line)
