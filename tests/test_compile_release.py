@@ -53,8 +53,8 @@ def serve(runner: FakeRunner, events: list[str], *, nonce: str | None = None, du
     def run():
         try:
             script()
-        except EOFError:  # the judge killed the process (a verdict of `forbidden`)
-            pass
+        except (EOFError, BrokenPipeError):  # the judge killed the process (a verdict of `forbidden`): a real
+            pass                              # one would be gone before its next write
 
     def script():
         header, _ = wire.recv(runner.peer)
