@@ -222,6 +222,22 @@ def _items(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0], -1) if t.dim() >= 2 and t.shape[0] > 1 else t.reshape(1, -1)
 
 
+def _distinct(n: int, k: int, g: torch.Generator) -> torch.Tensor:
+    """Up to `k` distinct indices in range(n), drawn in O(k): never a permutation of all n (billions of elements
+    at full KernelBench shapes)."""
+    idx = torch.unique(torch.randint(n, (4 * k,), generator=g))
+    return idx[torch.randperm(idx.numel(), generator=g)[:k]]
+
+
+def _spread(t: torch.Tensor) -> tuple[float, float]:
+    """(mean, standard deviation) of `t` in its own precision (half precision through float32: a float64 copy of
+    gigabytes buys nothing here), the deviation never 0 or not finite (then max(|mean|, 1))."""
+    src = t if t.dtype in (torch.float32, torch.float64) else t.float()
+    sd, mu = torch.std_mean(src) if src.numel() > 1 else (torch.tensor(0.0), src.mean())
+    mean, std = float(mu), float(sd)
+    return mean, (std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0))
+
+
 def mode_name(train: bool, grad: bool) -> str:
     return f"{'train' if train else 'eval'} mode, {'grad' if grad else 'no_grad'}"
 
@@ -373,9 +389,9 @@ class TrialChecks:
     # ---- correctness -------------------------------------------------------------------------------
     def correctness(self) -> bool:
         """The correctness trials, with the wide-input probe, the offset probes (one offset for all; one per
-        item), the near probes (some items; all together), the edge probe and the ablation probe placed among them at random
-        (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot tell which call
-        is which. Every probe call has the task's shapes and fresh inputs."""
+        item), the near probes (some items; all together), the edge probe and the ablation probe placed among
+        them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot
+        tell which call is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
         n = max(1, int(opts.trials))
         res.trials = n
@@ -568,10 +584,10 @@ class TrialChecks:
         statistics (E[x^2]-E[x]^2) lose most of their digits on the moved items. The reach is drawn once per
         input, between 1 and 2.5: a candidate that turns careful for the whole input as soon as one item's mean
         passes a threshold meets all moved items on one side of it, not a spread of them whose farthest item
-        crosses any threshold up to the draw's edge (attack m10, against a draw per item). With `together` (the "near_all" probe) every
-        item moves, the same way: no item's mean stands out from the input's, so a careful path switched on an
-        item that does (attack m10b) is not taken, and the input looks like one whose rows share a moderate mean
-        with a small spread (x = 5 + 1e-3 * randn). None when nothing moves."""
+        crosses any threshold up to the draw's edge (attack m10, against a draw per item). With `together` (the
+        "near_all" probe) every item moves, the same way: no item's mean stands out from the input's, so a
+        careful path switched on an item that does (attack m10b) is not taken, and the input looks like one whose
+        rows share a moderate mean with a small spread (x = 5 + 1e-3 * randn). None when nothing moves."""
         g = torch.Generator(device="cpu").manual_seed(seed)
         out, moved = [], False
         for t in inputs:
@@ -632,30 +648,24 @@ class TrialChecks:
         exact zeros at a few positions (a NaN from tanh(x)/x at 0: attack s02), one item along the first dimension
         all zero (a norm without its eps divides zero by zero: s09) and, in up to four other items, one element
         500 to 1000 standard deviations above the input's mean, in a different quarter of each item, and one 100
-        to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06). Floating-point inputs with at least two elements; None when there
-        is none. A kernel that takes a careful path on such inputs gains nothing: they are the only ones where
-        its careless path is wrong. Judged like the shifted probes: a miss counts only where the task's own
-        float32 computation is accurate (`_as_accurate_as_reference`), and the probe is skipped where the
-        reference is not finite (a task undefined at zero)."""
+        to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06).
+        Floating-point inputs with at least two elements; None when there is none. A kernel that takes a careful
+        path on such inputs gains nothing: they are the only ones where its careless path is wrong. Judged like
+        the shifted probes: a miss counts only where the task's own float32 computation is accurate
+        (`_as_accurate_as_reference`), and the probe is skipped where the reference is not finite (a task
+        undefined at zero)."""
         g = torch.Generator(device="cpu").manual_seed(seed)
         out, moved = [], False
         for t in inputs:
             if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 1):
                 out.append(t)
                 continue
-            src = t if t.dtype in (torch.float32, torch.float64) else t.float()
-            sd, mu = torch.std_mean(src)
-            mean, std = float(mu), float(sd)
-            std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
+            mean, std = _spread(t)
             w = t.detach().contiguous()  # in place where it can be: the step's inputs are made for it alone
             flat, items = w.view(-1), _items(w)
             n, rows = flat.numel(), items.shape[0]
-            k = min(n, 8, 2 + n // 65536)
-            idx = torch.unique(torch.randint(n, (4 * k,), generator=g))  # distinct, in O(k) (as `_widened`)
-            flat[idx[torch.randperm(idx.numel(), generator=g)[:k]].to(flat.device)] = 0.0
-            # up to five distinct items drawn in O(1), never a permutation of every item
-            picks = torch.unique(torch.randint(rows, (20,), generator=g))
-            order = picks[torch.randperm(picks.numel(), generator=g)][:5]
+            flat[_distinct(n, min(n, 8, 2 + n // 65536), g).to(flat.device)] = 0.0
+            order = _distinct(rows, 5, g)  # the all-zero item, then the outliers' items
             if rows > 1:
                 items[int(order[0])] = 0.0
             # In each of up to four other items: one element far above the mean, the item's largest, in a quarter
@@ -692,10 +702,7 @@ class TrialChecks:
                 w = t.detach().clone().contiguous()
                 flat = w.view(-1)
                 n = flat.numel()
-                k = min(n, 8, 2 + n // 65536)
-                # k distinct indices drawn in O(k), never a permutation of all n (billions at full KernelBench shapes)
-                idx = torch.unique(torch.randint(n, (4 * k,), generator=g))
-                idx = idx[torch.randperm(idx.numel(), generator=g)[:k]]
+                idx = _distinct(n, min(n, 8, 2 + n // 65536), g)
                 k = idx.numel()
                 u = torch.rand(k, generator=g, dtype=torch.float64)
                 sign = torch.where(torch.rand(k, generator=g) < 0.5, -1.0, 1.0).double()
@@ -709,10 +716,7 @@ class TrialChecks:
                 if lo >= 0.0 and hi <= 1.0:
                     vals = torch.where(sign < 0, -(0.5 + 2.5 * u), 1.5 + 2.5 * u)
                 else:
-                    src = t if t.dtype in (torch.float32, torch.float64) else t.float()
-                    sd, mu = torch.std_mean(src) if n > 1 else (torch.tensor(0.0), src.mean())
-                    mean, std = float(mu), float(sd)
-                    std = std if math.isfinite(std) and std > 0.0 else max(abs(mean), 1.0)
+                    mean, std = _spread(t)
                     vals = mean + sign * (4.0 + 4.0 * u) * std
                 flat[idx.to(flat.device)] = vals.to(device=flat.device, dtype=flat.dtype)
                 wide.append(w)

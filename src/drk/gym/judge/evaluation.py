@@ -40,7 +40,6 @@ from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, devicememory, replies, static
 from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
-from drk.gym.judge.replies import CandidateFault
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -577,7 +576,7 @@ class Judge:
             judge_oom = True  # the task's shapes at this budget, unless the neighbours held it (below)
             res.error = ("the evaluator ran out of device memory for this task at these shapes (rerun with a "
                          f"smaller --input-budget-mb): {harness.short_error(e)}")
-        except CandidateFault as e:  # what its process sent cannot be read as a reply: its failure
+        except replies.CandidateFault as e:  # what its process sent cannot be read as a reply: its failure
             failed = True
             res.verdict, res.correct, res.error = T.CRASHED, False, str(e)
         except Exception as e:  # a bug in the judge: the evaluator's failure, never the candidate's (not trained

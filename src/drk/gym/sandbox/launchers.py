@@ -98,7 +98,8 @@ class JudgeBuiltModules:
         """Where the lookup looked and what it found there, for the operator."""
         key, seen = cache_key(src), []
         for folder in self.folders:
-            state = ("no folder" if not os.path.isdir(folder) else "unreadable" if not os.access(folder, os.R_OK | os.X_OK)
+            state = ("no folder" if not os.path.isdir(folder)
+                     else "unreadable" if not os.access(folder, os.R_OK | os.X_OK)
                      else "no such key" if not os.path.isdir(os.path.join(folder, key)) else "no module file")
             seen.append(f"{folder}: {state}")
         return f"key {key}, file {module_file(name)}; " + "; ".join(seen)

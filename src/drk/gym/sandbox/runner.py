@@ -75,7 +75,9 @@ class Runner:
         self.snapshot = integrity.Snapshot(extra=hooked)
         self.stamps["snapshot"] = time.monotonic()
         self.inputs: dict[str, list] = {}
-        self.returned: list[tuple] = []  # (weak reference, sample of values) of the last forward's outputs
+        # of each output of the last forward: (weak reference to the tensor it came from, its offset, shape and
+        # stride there, a sample of its values), for `_earlier_outputs_overwritten`
+        self.returned: list[tuple] = []
         self.model = None
         self.module_name = None
         self.module_file = None
@@ -297,8 +299,7 @@ class Runner:
                         # through an alias of the storage that is not a view (its own version counter): the
                         # kept tensor's x._version stays what a fresh input shows, so this call looks like
                         # every other one
-                        alias = torch.empty(0, dtype=t.dtype, device=t.device).set_(
-                            t.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+                        alias = on_storage(t.untyped_storage(), t.dtype, t.storage_offset(), t.size(), t.stride())
                         with torch.no_grad():
                             alias.copy_(new)
         self.recorder.reset()
@@ -356,14 +357,12 @@ class Runner:
         refreshes in place (a module that returns its input, changed in place)."""
         held = {t.untyped_storage().data_ptr() for group in [inputs, *self.inputs.values()] for t in group
                 if isinstance(t, self.torch.Tensor)}
-        torch = self.torch
         for ref, (offset, shape, stride), before in self.returned:
             root = ref()
             if root is None or before is None or root.untyped_storage().data_ptr() in held:
                 continue
             try:  # the earlier output, where it lies now
-                output = torch.empty(0, dtype=before.dtype, device=root.device).set_(
-                    root.untyped_storage(), offset, shape, stride)
+                output = on_storage(root.untyped_storage(), before.dtype, offset, shape, stride)
             except (RuntimeError, TypeError, ValueError):  # its memory shrank or changed layout: not this check's
                 continue
             now = value_sample(output)
@@ -457,6 +456,14 @@ ROWS_READ_AFTER = ("time", "profile")  # ops whose device activity the judge rea
 SHM_TENSOR = "__drk_shm_tensor__"  # stands for the next tensor of the memory file in a pickled input list
 MAX_OUTPUTS = 64  # more outputs than this is no kernel's answer; the judge fails it on the count
 VALUE_SAMPLE = 1024  # values of each output kept to tell whether a later call wrote into it
+
+
+def on_storage(storage, dtype, offset: int, shape, stride):
+    """A tensor over `storage` at `offset` with `shape` and `stride`, made anew: not a view of any tensor (its own
+    version counter), so writing through it never shows in another tensor's `_version`."""
+    import torch
+
+    return torch.empty(0, dtype=dtype, device=storage.device).set_(storage, offset, shape, stride)
 
 
 def value_sample(t) -> object:
