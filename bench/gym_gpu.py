@@ -158,7 +158,7 @@ def _summary(res: list, wall: float, workers: int) -> dict:
                                           "correctness", "caching", "timing", "profile", "gpu_lock_wait",
                                           "gpu_lock_wait_measure", "runner_start", "teardown",
                                           *sorted({k for r in res for k in r.phase_seconds
-                                                   if k.startswith("runner_start_")}))},
+                                                   if k.startswith(("runner_start_", "correctness_"))}))},
             "phases_s": {r.solution: {k: round(v, 3) for k, v in r.phase_seconds.items()} for r in res},
             "gpu_lock": sorted({r.protocol.get("gpu_lock", "on") for r in res}),
             "profiler": sorted({r.protocol.get("profiler", "per-op") for r in res})}

@@ -255,6 +255,7 @@ class TrialChecks:
         self.device = judge.device
         self.cuda = judge.cuda
         self.kept: set[str] = set()   # keys under which the candidate process holds its copy of inputs
+        self.spent: dict[str, float] = {}  # seconds by step of the candidate's forward calls (`run_candidate`)
         self.exchange: Exchange = judge.exchange  # the judge's memory file for tensors (drk.gym.common.shm)
         self.exchange_serial = self.exchange.serial  # the file the candidate process was sent with its load
         self.timed_work: tuple[float, int] | None = None  # (ms, executions) of the source's kernels while timed
@@ -305,8 +306,10 @@ class TrialChecks:
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
                   "inputs_back": refresh is None}
         given = refresh if refresh is not None else list(inputs)
+        t0 = time.monotonic()
         # Tensors travel in a sealed memory file on every device (gigabytes on CUDA; one path to test on CPU)
         exchange = self.exchange.load(given, refs)
+        t_call = time.monotonic()
         header.update(exchange.header())
         given = [SHM_TENSOR if isinstance(x, torch.Tensor) else x for x in given]
         payload = {"inputs": None, "refresh": given} if refresh is not None else {"inputs": given}
@@ -314,6 +317,7 @@ class TrialChecks:
             self.task.layout_bytes = 2 * exchange.size  # with room: the task's output sizes vary
             raise ExchangeOutgrown(exchange.size)
         reply, frames = self.j.call(header, payload, deadline=self.deadline)
+        t_back = time.monotonic()
         if key:
             self.kept.add(key)
         if not reply.get("ok"):
@@ -324,8 +328,15 @@ class TrialChecks:
         if frames:
             raise CandidateFault("the candidate process returned a malformed forward reply (frames)")
         mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
+        t_out = time.monotonic()
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
+        harness.sync(self.device)
+        # where the call's time went, the judge's steps and the candidate process's own account (the reader's)
+        for name, v in (("judge_load", t_call - t0), ("judge_call", t_back - t_call),
+                        ("judge_inputs_back", t_out - t_back), ("judge_outputs", time.monotonic() - t_out),
+                        *((f"runner_{k}", v) for k, v in (reply.get("spent") or {}).items())):
+            self.spent[name] = self.spent.get(name, 0.0) + v
         if len(descs) != n_outputs:  # more outputs than the runner sends
             outs.append(torch.zeros(()))
         if not self.cuda:
@@ -518,7 +529,7 @@ class TrialChecks:
                     self._constant_check(refs)
                 del inputs, refs, outs  # free before the next trial allocates (multi-GB tasks)
         res.phase_seconds["correctness"] = time.monotonic() - t_rest if t_rest else 0.0
-        res.phase_seconds.update({f"correctness_{name}": round(v, 3) for name, v in parts.items()})
+        res.phase_seconds.update({f"correctness_{name}": round(v, 3) for name, v in (parts | self.spent).items()})
         if self.cuda:
             mem, _ = self.j.call({"op": "memory"}, deadline=self.deadline)
             res.peak_memory_mb = round(float(mem.get("peak_bytes", 0) or 0) / 2**20, 2)

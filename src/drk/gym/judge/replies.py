@@ -51,6 +51,11 @@ def _rows(v: object) -> bool:
                                        and _number(r.get("ms", 0.0)) and _count(r.get("calls", 0)) for r in v)
 
 
+def _seconds(v: object) -> bool:
+    """Seconds by step (an account for the reader)."""
+    return isinstance(v, dict) and len(v) <= 16 and all(isinstance(k, str) and _number(x) for k, x in v.items())
+
+
 def _counts(v: object) -> bool:
     """Launches per kernel name."""
     return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
@@ -62,7 +67,8 @@ COMMON = {"integrity": _texts, "violations": _texts}
 FIELDS = {
     "forward": {"outputs": lambda v: isinstance(v, list) and all(_output(d) for d in v), "n_outputs": _count,
                 "launches": _launches, "wall_s": _number, "written_share": _number,
-                "inputs_back": lambda v: isinstance(v, list), "outputs_overwritten": lambda v: isinstance(v, bool)},
+                "inputs_back": lambda v: isinstance(v, list), "outputs_overwritten": lambda v: isinstance(v, bool),
+                "spent": _seconds},
     "time": {"calls": _count, "warmup_calls": _count, "b2b": _numbers, "stream": _numbers, "device": _numbers,
              "sync_gap_ms": _number, "launches": _count, "launch_counts": _counts,
              "gate": lambda v: isinstance(v, dict)},

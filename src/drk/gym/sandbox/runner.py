@@ -283,6 +283,7 @@ class Runner:
             for fd in h["_fds"]:
                 os.close(fd)
             raise RuntimeError("the exchange file is sent with load only")
+        t_in = time.perf_counter()
         mapped = self._mapped = Mapped.open(self._mapped, None, h, pin=self.cuda)
         shared = iter(mapped.input_tensors(self.device))
         fresh = [next(shared) if isinstance(x, str) and x == SHM_TENSOR else x
@@ -305,6 +306,7 @@ class Runner:
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))
+        t_poison = time.perf_counter()
         if self.cuda and self.poison:
             self._poison_allocator(int(h.get("poison_bytes", 0)))
         t0 = time.perf_counter()
@@ -321,6 +323,7 @@ class Runner:
             return self._fail_forward(e)
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
+        t_out = time.perf_counter()
         described = []
         for i, o in enumerate(outs[:MAX_OUTPUTS]):
             d = self.tensors.describe(o)
@@ -335,8 +338,10 @@ class Runner:
         except BaseException as e:  # noqa: BLE001
             return self._fail_forward(e)
         # the inputs as the forward left them, back over their slots: the judge compares them with its own
+        t_back = time.perf_counter()
         back = [mapped.write_input(i, t) for i, t in enumerate(x for x in inputs if isinstance(x, torch.Tensor))] \
             if h.get("inputs_back") else None
+        t_reuse = time.perf_counter()
         overwritten = self._earlier_outputs_overwritten(inputs)
         # weakly: only what the candidate itself keeps stays alive (the detached copies above die with this op);
         # each output's own place in that tensor's memory, so writes elsewhere in a buffer it views are not counted
@@ -344,10 +349,14 @@ class Runner:
                          for r, o in zip(roots[:MAX_OUTPUTS], outs)]
         del roots
         written = None if self.cuda else self.recorder.written_share(list(outs[:MAX_OUTPUTS]))
+        t_end = time.perf_counter()
+        # where this process's part of the call went, for finding what makes the checks slow: the reader's only
+        spent = {"inputs": t_poison - t_in, "poison": t0 - t_poison, "forward": wall, "outputs": t_back - t_out,
+                 "inputs_back": t_reuse - t_back, "reuse_check": t_end - t_reuse}
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
                     "skipped": self.recorder.skipped, "inputs_back": back, "written_share": written,
-                    "outputs_overwritten": overwritten})
+                    "outputs_overwritten": overwritten, "spent": spent})
 
     def _earlier_outputs_overwritten(self, inputs: list) -> bool:
         """Did this call write into a tensor the previous forward returned, which the candidate kept (a module
