@@ -103,7 +103,7 @@ WELL_FORMED = {
     "memory": {"op": "memory", "ok": True, "peak_bytes": 1 << 20},
     "forward": {"op": "forward", "ok": True, "outputs": [{"dtype": "float32", "shape": [2, 3], "subclass": "",
                                                           "device": "cuda:0", "written": True}],
-                "n_outputs": 1, "wall_s": 0.01, "launches": [["k", 0.0001]], "skipped": 0, "inputs_back": [True],
+                "n_outputs": 1, "wall_s": 0.01, "launches": [["k", 0.0001]], "skipped": 0, "inputs_changed": False,
                 "written_share": None, "outputs_overwritten": False, "integrity": [], "violations": [],
                 "spent": {"inputs": 0.002, "forward": 0.0001}},
 }
@@ -115,7 +115,7 @@ MALFORMED = [
     ("rows", "rows", {"k": 0.5}), ("profile", "launch_counts", [["k", 1]]), ("memory", "peak_bytes", "1M"),
     ("forward", "outputs", [{"dtype": "float32", "shape": [2, -3]}]), ("forward", "n_outputs", 1.0),
     ("forward", "integrity", 7), ("forward", "violations", [{"v": 1}]), ("forward", "outputs_overwritten", "no"),
-    ("forward", "spent", {"forward": "0.1"}), ("forward", "spent", {f"s{i}": 0.0 for i in range(17)}),
+    ("forward", "spent", {"forward": "0.1"}), ("forward", "inputs_changed", [True]), ("forward", "spent", {f"s{i}": 0.0 for i in range(17)}),
 ]
 
 

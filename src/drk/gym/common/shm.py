@@ -77,7 +77,7 @@ class Exchange:
     large, is replaced). Setting up fresh pages is the expensive part on a multi-gigabyte task (seconds).
     Between candidates `fresh()` poisons the whole file, so nothing one candidate process wrote into its
     mapping (anywhere: slots, padding, the unused tail) can reach the next; within one evaluation each
-    `load` overwrites the inputs and poisons the output slots again."""
+    `load` overwrites the inputs, and poisons the output slots again when the slots moved."""
 
     SLACK = 64 << 20  # a file up to 2x + this much larger than a forward needs is kept
 
@@ -87,11 +87,13 @@ class Exchange:
         self.device: torch.device | None = None  # where the poison fill comes from (pinned files)
         self.input_specs: list[dict] = []
         self.output_specs: list[dict] = []
+        self._last_layout: tuple | None = None  # (file, every slot's place) of the last load
 
     def fresh(self) -> None:
         """Before the next candidate: every byte of the file poisoned (0xFF)."""
         if self.mm is not None:
             self._poison(0, self.size)
+        self._last_layout = None
 
     def _poison(self, offset: int, nbytes: int) -> None:
         _fill_ff(torch.frombuffer(self.mm, dtype=torch.uint8, count=nbytes, offset=offset),
@@ -137,9 +139,16 @@ class Exchange:
         for s, t in zip(self.input_specs, tensors):
             if s["nbytes"]:
                 _view(self.mm, s).copy_(t.detach())
-        for s in self.output_specs:
-            if s["nbytes"]:
-                self._poison(s["offset"], s["nbytes"])
+        # The output slots are poisoned again only where this layout differs from the last forward's: then they
+        # may hold bytes of the judge's own inputs. Otherwise they hold what this candidate's process wrote
+        # there (it can write its mapping at any time, so a poison between its forwards would decide nothing),
+        # or the poison of `fresh`; a copy-engine fill of every output per forward is what that saves.
+        layout = (self.serial, [(s["offset"], s["nbytes"]) for s in specs])
+        if layout != self._last_layout:
+            for s in self.output_specs:
+                if s["nbytes"]:
+                    self._poison(s["offset"], s["nbytes"])
+        self._last_layout = layout
         return self
 
     def _new_file(self, size: int, pin: bool) -> None:
@@ -171,11 +180,6 @@ class Exchange:
     def output(self, i: int, device: str) -> torch.Tensor:
         """Output slot i, copied to `device` (the judge compares there)."""
         return _view(self.mm, self.output_specs[i]).to(device, copy=True)
-
-    def input_back(self, i: int, device: str) -> torch.Tensor:
-        """Input slot i as the candidate process wrote it back after its forward (`Mapped.write_input`),
-        copied to `device`."""
-        return _view(self.mm, self.input_specs[i]).to(device, copy=True)
 
     def close(self) -> None:
         if self.mm is not None:
@@ -266,11 +270,6 @@ class Mapped:
 
     def write_output(self, i: int, t: torch.Tensor) -> bool:
         return self._write(self.mm, self.outputs, i, t)
-
-    def write_input(self, i: int, t: torch.Tensor) -> bool:
-        """Input tensor i as it is after the forward, back over its slot (the judge compares it with its own
-        copy); False when the forward changed its shape or dtype."""
-        return self._write(self.mm, self.inputs, i, t)
 
     @staticmethod
     def _write(mm: mmap.mmap, specs: list, i: int, t: torch.Tensor) -> bool:

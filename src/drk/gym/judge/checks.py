@@ -295,16 +295,15 @@ class TrialChecks:
         drk.gym.common.shm: no CUDA IPC), so nothing it does can reach the judge's tensors. Its outputs come
         back through their slots in that file, each read only when count, shape and dtype are the expected
         ones (anything else is compared as a stand-in of the described shape, without allocating it).
-        Whether it wrote into its inputs: its process copies them, as the forward left them, back over their
-        slots, and the judge compares those bytes with its own inputs on their device (a convention check:
-        that process writes them, so it can forge them; no reward term rests on it). Through the pinned file and
-        compared on the device, for inputs of any size: never sent over the socket or compared on the host
-        (docs/measurements/evaluator-isolation.md: what that cost).
+        Whether it wrote into its inputs: its process compares a bitwise digest of them before and after the
+        forward and says (a convention check: that process reports it, so it can forge it; no reward term
+        rests on it). Never the inputs themselves sent back (docs/measurements/evaluator-isolation.md: what the
+        transfers cost); a reply without the answer counts as a change.
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
-                  "inputs_back": refresh is None}
+                  "inputs_check": refresh is None}
         given = refresh if refresh is not None else list(inputs)
         t0 = time.monotonic()
         # Tensors travel in a sealed memory file on every device (gigabytes on CUDA; one path to test on CPU)
@@ -327,14 +326,14 @@ class TrialChecks:
         n_outputs = reply.get("n_outputs") if reply.get("n_outputs") is not None else len(descs)
         if frames:
             raise CandidateFault("the candidate process returned a malformed forward reply (frames)")
-        mutated = self._inputs_changed(inputs, reply.get("inputs_back")) if header["inputs_back"] else False
+        mutated = header["inputs_check"] and reply.get("inputs_changed") is not False
         t_out = time.monotonic()
         outs = [exchange.output(i, self.device) if isinstance(d, dict) and d.get("written") is True
                 and i < len(refs) else self._stand_in(d) for i, d in enumerate(descs)]
         harness.sync(self.device)
         # where the call's time went, the judge's steps and the candidate process's own account (the reader's)
         for name, v in (("judge_load", t_call - t0), ("judge_call", t_back - t_call),
-                        ("judge_inputs_back", t_out - t_back), ("judge_outputs", time.monotonic() - t_out),
+                        ("judge_outputs", time.monotonic() - t_out),
                         *((f"runner_{k}", v) for k, v in (reply.get("spent") or {}).items())):
             self.spent[name] = self.spent.get(name, 0.0) + v
         if len(descs) != n_outputs:  # more outputs than the runner sends
@@ -351,21 +350,6 @@ class TrialChecks:
             for name, s in launches:
                 self.cpu_rows[name] = self.cpu_rows.get(name, 0.0) + s
         return reply, outs, mutated
-
-    def _inputs_changed(self, inputs: list, back: object) -> bool:
-        """Whether the forward changed its inputs: each input slot, as the candidate process wrote it back
-        (`back`: one True per tensor input; False where the forward changed its shape or dtype), against
-        the judge's own input. One input copied at a time, so the check adds at most the largest input to
-        the judge's device memory."""
-        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-        if not isinstance(back, list) or len(back) != len(tensors) or not all(b is True for b in back):
-            return True
-        for i, t in enumerate(tensors):
-            after = self.exchange.input_back(i, self.device)
-            if compare.inputs_changed([t], [after]):
-                return True
-            del after
-        return False
 
     @staticmethod
     def _stand_in(desc: dict) -> torch.Tensor:

@@ -67,7 +67,7 @@ COMMON = {"integrity": _texts, "violations": _texts}
 FIELDS = {
     "forward": {"outputs": lambda v: isinstance(v, list) and all(_output(d) for d in v), "n_outputs": _count,
                 "launches": _launches, "wall_s": _number, "written_share": _number,
-                "inputs_back": lambda v: isinstance(v, list), "outputs_overwritten": lambda v: isinstance(v, bool),
+                "inputs_changed": lambda v: isinstance(v, bool), "outputs_overwritten": lambda v: isinstance(v, bool),
                 "spent": _seconds},
     "time": {"calls": _count, "warmup_calls": _count, "b2b": _numbers, "stream": _numbers, "device": _numbers,
              "sync_gap_ms": _number, "launches": _count, "launch_counts": _counts,

@@ -24,12 +24,13 @@ class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
 
-        from drk.gym.common import harness, tensors, wire
+        from drk.gym.common import compare, harness, tensors, wire  # all before candidate code (the snapshot)
         from drk.gym.sandbox import audit as sandbox
         from drk.gym.sandbox import integrity, triton_hooks
 
         self.stamps = dict(args.stamps, runner=time.monotonic())  # monotonic times of the start's steps (hello)
         self.torch, self.harness, self.tensors, self.wire = torch, harness, tensors, wire
+        self.fingerprint = compare.fingerprint
         self.device = args.device
         self.cuda = self.device.startswith("cuda")
         self.workdir = args.workdir
@@ -303,6 +304,10 @@ class Runner:
                         alias = on_storage(t.untyped_storage(), t.dtype, t.storage_offset(), t.size(), t.stride())
                         with torch.no_grad():
                             alias.copy_(new)
+        # The inputs' digest before and after the forward: whether it wrote into them (a convention check this
+        # process reports, so candidate code can forge it; no reward term rests on it, docs/hack-defences.md)
+        checked = [x for x in inputs if isinstance(x, torch.Tensor)] if h.get("inputs_check") else None
+        before = input_state(checked, self.fingerprint) if checked is not None else None
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))
@@ -337,10 +342,8 @@ class Runner:
             self.harness.sync(self.device)
         except BaseException as e:  # noqa: BLE001
             return self._fail_forward(e)
-        # the inputs as the forward left them, back over their slots: the judge compares them with its own
         t_back = time.perf_counter()
-        back = [mapped.write_input(i, t) for i, t in enumerate(x for x in inputs if isinstance(x, torch.Tensor))] \
-            if h.get("inputs_back") else None
+        changed = input_state(checked, self.fingerprint) != before if checked is not None else None
         t_reuse = time.perf_counter()
         overwritten = self._earlier_outputs_overwritten(inputs)
         # weakly: only what the candidate itself keeps stays alive (the detached copies above die with this op);
@@ -352,10 +355,10 @@ class Runner:
         t_end = time.perf_counter()
         # where this process's part of the call went, for finding what makes the checks slow: the reader's only
         spent = {"inputs": t_poison - t_in, "poison": t0 - t_poison, "forward": wall, "outputs": t_back - t_out,
-                 "inputs_back": t_reuse - t_back, "reuse_check": t_end - t_reuse}
+                 "inputs_check": t_reuse - t_back, "reuse_check": t_end - t_reuse}
         self.reply({"op": "forward", "ok": True, "outputs": described, "n_outputs": len(outs), "wall_s": wall,
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
-                    "skipped": self.recorder.skipped, "inputs_back": back, "written_share": written,
+                    "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written,
                     "outputs_overwritten": overwritten, "spent": spent})
 
     def _earlier_outputs_overwritten(self, inputs: list) -> bool:
@@ -485,6 +488,13 @@ def value_sample(t) -> object:
         return flat[::max(1, flat.numel() // VALUE_SAMPLE)][:VALUE_SAMPLE].clone()
     except (RuntimeError, TypeError, ValueError):
         return None
+
+
+def input_state(tensors: list, fingerprint) -> tuple:
+    """The inputs' shapes, dtypes and bitwise digest (`compare.fingerprint`: NaN payloads and the sign of zero
+    aside), equal before and after a forward that left them alone. A digest, not a copy: a copy would double the
+    inputs' device memory, and sending them back to the judge costs two transfers of their size per call."""
+    return [(tuple(t.shape), t.dtype) for t in tensors], fingerprint(tensors)
 
 
 def same_bits(a, b) -> bool:
