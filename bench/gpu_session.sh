@@ -165,7 +165,9 @@ validate)  # issue 14 in one call, each step capped: the exec guard on CUDA (its
 for k, v in d.items():
     if isinstance(v, dict) and 'evals_per_min' in v:
         print(k, round(v['evals_per_min'], 1), '/min, beyond', round(v['median_beyond_gpu_work_s'], 2), 's, not ok:',
-              {a: b for a, b in v['verdicts'].items() if b != 'ok'})" $OUT/gym/isolation.json || tail -5 $OUT/gym.log
+              {a: b for a, b in v['verdicts'].items() if b != 'ok'})
+        print('  medians', {p: round(s, 3) for p, s in v['median_phases_s'].items() if s})" $OUT/gym/isolation.json \
+    || tail -5 $OUT/gym.log
   ;;
 loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/timing_under_load.py)
   SHARE=$(( $(left) / $(echo ${LOCKS:-on off} | wc -w) ))  # each setting an equal share of the call
