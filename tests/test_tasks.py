@@ -140,6 +140,26 @@ def test_scaling_rewrites_and_keeps_divisibility():
     assert ns["batch_size"] == 64 and ns["height"] == ns["width"] == c["height"]
 
 
+def test_a_candidate_follows_its_tasks_scaled_sizes_and_keeps_its_own_constants():
+    """A candidate that copied `batch_size` from its task reads it where the task does (a state built in
+    __init__, level 3's RNNs): at the task's scaled sizes it must see the size the reference sees. Its own
+    constants (a block size) and a constant it declares with another value stay as written; a multi-line
+    assignment keeps every later line's number."""
+    from drk.tasks.scaling import follow
+
+    plan = scale_source(RELU_LIKE, 1 / 64)
+    cand = ("import torch\nBLOCK = 1024\nbatch_size = 4096\ndim = 100\ntotal = (\n    batch_size * 2\n)\n"
+            "def f():\n    return 1 / 0\n")
+    out = follow(cand, plan.original, plan.constants)
+    ns: dict = {}
+    exec(out, ns)
+    assert ns["batch_size"] == plan.constants["batch_size"] == 64 and ns["total"] == 128
+    assert ns["BLOCK"] == 1024 and ns["dim"] == 100       # its own name; its own value of the task's name
+    assert out.splitlines()[7:] == cand.splitlines()[7:]  # `def f` still on line 8
+    assert follow(cand, plan.original, plan.original) == cand  # unscaled: untouched
+    assert follow("def (:", plan.original, plan.constants) == "def (:"  # its load reports the syntax error
+
+
 def test_fit_budget_and_clear_failure():
     plan = fit_budget(RELU_LIKE, 2 * 2**20, input_bytes)
     assert plan.input_bytes <= 2 * 2**20 and plan.input_bytes > 2**20  # the largest scale that fits

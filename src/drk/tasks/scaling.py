@@ -213,8 +213,24 @@ def rewrite_source(source: str, values: dict) -> str:
             tail = rest.rstrip("\n") if code_after else note
             lines[start] = f"{line[:node.col_offset]}{new}{tail}\n"
         else:
-            lines[start:end + 1] = [f"{lines[start][:node.col_offset]}{new}{note}\n"]
+            # one line, and blank ones for the rest, so every later line keeps its number (tracebacks)
+            lines[start:end + 1] = [f"{lines[start][:node.col_offset]}{new}{note}\n"] + ["\n"] * (end - start)
     return "".join(lines)
+
+
+def follow(source: str, original: dict, values: dict) -> str:
+    """A candidate's source at its task's scaled sizes: every module-level constant it declares under the name
+    of one of the task's, with the task's original value, takes the task's scaled value (a candidate that copied
+    `batch_size = 256` from its task reads it where the task does, e.g. for a state built in __init__, and
+    must see the size the reference sees). Its other constants (block sizes, its own names) are left alone;
+    a source that does not parse is returned as is (its load reports the error)."""
+    try:
+        consts = size_constants(source)
+    except SyntaxError:
+        return source
+    new = {c.name: values[c.name] for c in consts
+           if c.name in values and c.name in original and c.value == original[c.name] and values[c.name] != c.value}
+    return rewrite_source(source, new) if new else source
 
 
 def scale_source(source: str, factor: float) -> ScalePlan:

@@ -70,6 +70,7 @@ class PreparedTask:
     init_inputs: list
     model: torch.nn.Module
     notes: list[str] = field(default_factory=list)
+    original: dict = field(default_factory=dict)  # the size constants as the task file has them (before scaling)
     layout_bytes: int = 0  # the exchange file one forward needs (drk.gym.judge.evaluation._layout_bytes)
 
 

@@ -46,7 +46,7 @@ from drk.gym.sandbox import isolation
 from drk.gym.sandbox import audit as sandbox_audit
 from drk.gym.sandbox.audit import candidate_env
 from drk.gym.sandbox.isolation import Isolation
-from drk.tasks.scaling import ScalingError, fit_budget, scale_source
+from drk.tasks.scaling import ScalingError, fit_budget, follow, scale_source
 
 CPU_INPUT_BUDGET_MB = 2.0
 CPU_ADDRESS_SPACE_GB = 24.0   # CPU path only: CUDA reserves huge virtual ranges
@@ -472,7 +472,8 @@ class Judge:
         init_inputs = harness.make_init_inputs(module, opts.seed)
         model = harness.build_model(module, "Model", init_inputs, opts.seed, self.device)
         constants = scale_source(source, 1.0).constants  # what the source now says, device scaling included
-        prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model, notes)
+        prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model, notes,
+                                original=dict(plan.original))
         if len(self.tasks) >= 4:
             old = self.tasks.pop(next(iter(self.tasks)))
             harness.unload_module(getattr(old.module, "__name__", ""))
@@ -678,7 +679,9 @@ class Judge:
         if self.cuda and opts.timing:  # before any candidate code exists (attack q01)
             checks.time_references()
             t0 += phases["reference_timing"]
-        reply, _ = self.call({"op": "load", "source": req.source, "seed": opts.seed, "profiler": self.profiler,
+        # at the task's scaled sizes, the candidate's copies of its size constants too (`scaling.follow`)
+        source = follow(req.source, task.original, task.constants) if task.scaled else req.source
+        reply, _ = self.call({"op": "load", "source": source, "seed": opts.seed, "profiler": self.profiler,
                               "inputs_shm": [], "outputs_shm": [], "shm_size": self.exchange.size},
                              {"init_inputs": task.init_inputs}, deadline=deadline, fds=[self.exchange.fd])
         phases["load"] = time.monotonic() - t0
