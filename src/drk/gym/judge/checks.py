@@ -71,7 +71,29 @@ class PreparedTask:
     model: torch.nn.Module
     notes: list[str] = field(default_factory=list)
     original: dict = field(default_factory=dict)  # the size constants as the task file has them (before scaling)
+    pristine: torch.nn.Module | None = None  # the reference model as built, never called: every evaluation's start
+    stateful: bool = False  # a forward changes state its next call reads (a tensor kept on the module, not a buffer)
     layout_bytes: int = 0  # the exchange file one forward needs (drk.gym.judge.evaluation._layout_bytes)
+
+
+def fresh_copy(task: PreparedTask) -> torch.nn.Module:
+    """A copy of the task's reference model as built (its `pristine` one, which is never called)."""
+    import copy
+
+    return copy.deepcopy(task.pristine) if task.pristine is not None else task.model
+
+
+def plain_state(model: torch.nn.Module) -> list:
+    """Every tensor a module keeps as a plain attribute (not a parameter or buffer), by name, with its digest:
+    what a forward that keeps state between calls changes (an RNN's `self.hidden`). Buffers are left out:
+    BatchNorm's running statistics change in every train-mode call and its train-mode output does not read
+    them (`_first_trial_facts` restores them around its extra calls)."""
+    out = []
+    for name, m in model.named_modules():
+        for attr, v in sorted(vars(m).items()):
+            if isinstance(v, torch.Tensor):
+                out.append((f"{name}.{attr}", tuple(v.shape), compare.fingerprint([v])))
+    return out
 
 
 # train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).
@@ -303,6 +325,7 @@ class TrialChecks:
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
         in place (same addresses, new values)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
+                  "fresh_model": self.task.stateful,
                   "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
                   "inputs_check": refresh is None}
         given = refresh if refresh is not None else list(inputs)
@@ -373,6 +396,8 @@ class TrialChecks:
         memory with the returned inputs, so nothing the candidate does to its inputs can reach the expected
         outputs."""
         before = compare.fingerprint(inputs)
+        if self.task.stateful:  # every checked call from the state as built, on both sides (`run_candidate`)
+            self.task.model = fresh_copy(self.task)
         t0 = time.perf_counter()
         refs = harness.forward(self.task.model, inputs, train=train, grad=grad)
         if not self.cuda:
@@ -389,6 +414,12 @@ class TrialChecks:
         them at random (after trial 1, which surfaces compile errors), so a candidate that counts calls cannot
         tell which call is which. Every probe call has the task's shapes and fresh inputs."""
         res, opts, task = self.res, self.opts, self.task
+        # The reference as built, like the candidate's model: no state (BatchNorm's running statistics, a kept
+        # tensor) carried over from the judge's earlier evaluations or its timing of the reference, so the two
+        # take the same calls from the same start and no verdict depends on what this judge evaluated before
+        task.model = fresh_copy(task)
+        if task.stateful:
+            res.shapes["stateful"] = True  # every checked call starts from the model as built, on both sides
         n = max(1, int(opts.trials))
         res.trials = n
         t_first, t_rest = time.monotonic(), None
@@ -632,8 +663,9 @@ class TrialChecks:
         if not compare.compare_outputs(list(refs), ref64, self.opts.tolerance / 8).ok:
             return True
         if self.cuda:
+            model = fresh_copy(self.task) if self.task.stateful else self.task.model
             with harness.tf32_matmuls():
-                ref_tf32 = harness.forward(self.task.model, inputs, train=MODES[0][0], grad=MODES[0][1])
+                ref_tf32 = harness.forward(model, inputs, train=MODES[0][0], grad=MODES[0][1])
             if not compare.compare_outputs(ref_tf32, ref64, self.opts.tolerance).ok:
                 return True
         return compare.compare_outputs(outs, ref64, self.opts.tolerance).ok
@@ -766,7 +798,7 @@ class TrialChecks:
         import copy
 
         try:
-            m64 = copy.deepcopy(self.task.model).double()
+            m64 = (fresh_copy(self.task) if self.task.stateful else copy.deepcopy(self.task.model)).double()
             x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
             return harness.forward(m64, x64, train=train, grad=grad)
         except Exception:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import gc
 import os
 import pickle
@@ -39,7 +40,7 @@ from drk.gym.common import harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, devicememory, replies, static
-from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure, plain_state
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -473,7 +474,7 @@ class Judge:
         model = harness.build_model(module, "Model", init_inputs, opts.seed, self.device)
         constants = scale_source(source, 1.0).constants  # what the source now says, device scaling included
         prepared = PreparedTask(key, module, source, constants, source != task.source, init_inputs, model, notes,
-                                original=dict(plan.original))
+                                original=dict(plan.original), pristine=copy.deepcopy(model))
         if len(self.tasks) >= 4:
             old = self.tasks.pop(next(iter(self.tasks)))
             harness.unload_module(getattr(old.module, "__name__", ""))
@@ -489,7 +490,10 @@ class Judge:
         if not task.layout_bytes:
             try:
                 inputs = harness.make_inputs(task.module, opts.seed, self.device)
+                before = plain_state(task.model)
                 refs = harness.forward(task.model, inputs, train=True, grad=True)
+                # a forward that changed what its next call reads: each checked call starts from the model as built
+                task.stateful = plain_state(task.model) != before
             except Exception as e:
                 raise TaskSetupError(f"the reference program failed on its inputs: {harness.short_error(e)}") \
                     from None

@@ -80,6 +80,7 @@ class Runner:
         # stride there, a sample of its values), for `_earlier_outputs_overwritten`
         self.returned: list[tuple] = []
         self.model = None
+        self._build: tuple | None = None  # (module, init inputs, seed) of the loaded candidate
         self.module_name = None
         self.module_file = None
         self.count = 0
@@ -249,6 +250,7 @@ class Runner:
             self.model = self.harness.build_model(mod, "ModelNew", payload["init_inputs"], h["seed"], self.device)
         except BaseException as e:  # noqa: BLE001
             return self._fail_load(e, "runtime_error")
+        self._build = (mod, payload["init_inputs"], h["seed"])  # to build it again (`fresh_model`)
         self.harness.sync(self.device)
         self.reply({"op": "load", "ok": True, "import_s": t1 - t0, "build_s": time.perf_counter() - t1,
                     "init_launches": self.recorder.names()})
@@ -261,7 +263,7 @@ class Runner:
         self.reply({"op": "load", "ok": False, "kind": kind, "error": self.harness.short_error(e, self.module_file)})
 
     def op_unload(self, h: dict, payload, quiet: bool = False) -> None:
-        self.model = None
+        self.model, self._build = None, None
         self.inputs.clear()
         if self.module_name:
             self.harness.unload_module(self.module_name)
@@ -308,6 +310,12 @@ class Runner:
         # process reports, so candidate code can forge it; no reward term rests on it, docs/hack-defences.md)
         checked = [x for x in inputs if isinstance(x, torch.Tensor)] if h.get("inputs_check") else None
         before = input_state(checked, self.fingerprint) if checked is not None else None
+        if h.get("fresh_model"):  # a task whose model keeps state between calls: this call from the model as built
+            try:
+                mod, init_inputs, seed = self._build
+                self.model = self.harness.build_model(mod, "ModelNew", init_inputs, seed, self.device)
+            except BaseException as e:  # noqa: BLE001
+                return self._fail_forward(e)
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
         self.poison = bool(h.get("poison", True))
