@@ -72,7 +72,7 @@ class PreparedTask:
     notes: list[str] = field(default_factory=list)
     original: dict = field(default_factory=dict)  # the size constants as the task file has them (before scaling)
     pristine: torch.nn.Module | None = None  # the reference model as built, never called: every evaluation's start
-    stateful: bool = False  # a forward changes state its next call reads (a tensor kept on the module, not a buffer)
+    stateful: bool = False  # the reference's output depends on its earlier calls (`Judge._stateful`)
     layout_bytes: int = 0  # the exchange file one forward needs (drk.gym.judge.evaluation._layout_bytes)
 
 
@@ -81,19 +81,6 @@ def fresh_copy(task: PreparedTask) -> torch.nn.Module:
     import copy
 
     return copy.deepcopy(task.pristine) if task.pristine is not None else task.model
-
-
-def plain_state(model: torch.nn.Module) -> list:
-    """Every tensor a module keeps as a plain attribute (not a parameter or buffer), by name, with its digest:
-    what a forward that keeps state between calls changes (an RNN's `self.hidden`). Buffers are left out:
-    BatchNorm's running statistics change in every train-mode call and its train-mode output does not read
-    them (`_first_trial_facts` restores them around its extra calls)."""
-    out = []
-    for name, m in model.named_modules():
-        for attr, v in sorted(vars(m).items()):
-            if isinstance(v, torch.Tensor):
-                out.append((f"{name}.{attr}", tuple(v.shape), compare.fingerprint([v])))
-    return out
 
 
 # train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 import torch
 
 from drk.gym import types as T
-from drk.gym.common import harness, wire
+from drk.gym.common import compare, harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, devicememory, replies, static
-from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure, plain_state
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -486,20 +486,36 @@ class Judge:
 
     def _layout_bytes(self, task: PreparedTask, opts: T.EvalOptions) -> int:
         """The exchange file size one forward of this task needs (its inputs and the reference's outputs),
-        found once per prepared task by a reference forward on the first trial's inputs."""
+        found once per prepared task by a reference forward on the first trial's inputs; and whether the
+        reference keeps state between calls (`_stateful`)."""
         if not task.layout_bytes:
             try:
                 inputs = harness.make_inputs(task.module, opts.seed, self.device)
-                before = plain_state(task.model)
                 refs = harness.forward(task.model, inputs, train=True, grad=True)
-                # a forward that changed what its next call reads: each checked call starts from the model as built
-                task.stateful = plain_state(task.model) != before
+                task.layout_bytes = Exchange.layout_bytes(inputs, refs)
+                del inputs
+                task.stateful = self._stateful(task, opts, refs)
             except Exception as e:
                 raise TaskSetupError(f"the reference program failed on its inputs: {harness.short_error(e)}") \
                     from None
-            task.layout_bytes = Exchange.layout_bytes(inputs, refs)
-            del inputs, refs
+            del refs
         return task.layout_bytes
+
+    def _stateful(self, task: PreparedTask, opts: T.EvalOptions, first: list) -> bool:
+        """Does the reference's output depend on the calls before it (a tensor or buffer the forward updates
+        and reads: an RNN's kept hidden state, a running mean it subtracts)? Its second call on the same
+        inputs differs from its first, while a copy as built gives the first again (a reference that differs
+        from itself as built is nondeterministic, dropout: not state). Such a task's checked calls each start
+        from the model as built, on both sides. BatchNorm is not state here: its train-mode output does not
+        read the running statistics it updates."""
+        again = harness.forward(task.model, harness.make_inputs(task.module, opts.seed, self.device),
+                                train=True, grad=True)
+        if compare.compare_outputs(again, first, opts.tolerance).ok:
+            return False
+        del again
+        built = harness.forward(copy.deepcopy(task.pristine), harness.make_inputs(task.module, opts.seed, self.device),
+                                train=True, grad=True)
+        return compare.compare_outputs(built, first, opts.tolerance).ok
 
     @staticmethod
     def _measure_inputs(source: str) -> int:
