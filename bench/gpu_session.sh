@@ -24,6 +24,7 @@
 #            then the corpus and throughput with the guard on
 #   loadtiming  drk's candidate and reference times alone and beside 3 busy workers, DRK_GPU_LOCK on and off
 #            (LOCKS="on off"), bench/timing_under_load.py: what the lock buys
+#   guardmini two shipped solutions and the native-code attacks a16/k01/k12/k14 under the exec guard on CUDA
 #   validate issue 14 in one call: the exec guard on CUDA (GPU test, native-code attacks), the attacks changed
 #            since the last GPU run ($ATTACKS), throughput with the sandbox on and off side by side
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
@@ -148,6 +149,13 @@ guard)
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -12
   echo "== corpus + throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym-guard --parts corpus,isolation 2>&1 | cut -c1-2500
+  ;;
+guardmini)  # the least that shows the exec guard on CUDA: two shipped solutions `ok` under it, then the native-code
+  # attacks that ran without it (a16, k01, k12, k14) with the early layers off, each capped by $BUDGET
+  DRK_EXEC_GUARD=on two_candidates $(( $(left) / 2 )) || echo "== guard: a shipped candidate was not ok"
+  echo "== native-code attacks under the guard, early layers off ($SECONDS s in)"; DRK_EXEC_GUARD=on DRK_AUDIT=off \
+    DRK_STATIC_RULES=off timeout $(left) python3 bench/attacks_gpu.py --only ${GUARD_ATTACKS:-a16,k01,k12,k14} --no-pairs \
+    --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -${ATTACK_LINES:-10}
   ;;
 validate)  # issue 14 in one call, each step capped: the exec guard on CUDA (its GPU test, then the native-code
   # attacks with the early layers off), the attacks changed since the last GPU run (static rules off), then
