@@ -95,3 +95,16 @@ def test_the_candidate_process_start_is_split_by_step(corpus_results, path: Path
             "runner_start_hello"} <= set(steps), ph
     assert all(v >= 0 for v in steps.values()), steps
     assert abs(sum(steps.values()) - ph["runner_start"]) < 0.01, (steps, ph["runner_start"])
+
+
+def test_the_ablation_probe_leaves_no_running_statistics_behind(cpu_pool):
+    """A correct BatchNorm with its batch statistics in Triton: the ablation probe's call (kernels skipped)
+    updates the running statistics with garbage, which every later eval-mode call reads. Seeds 11, 12 and 14
+    put an eval-mode trial after the probe; before both sides' buffers were put back, each read
+    `eval_mode_mismatch` for a kernel that matches the reference in both modes."""
+    path = ROOT / "tests" / "corpus" / "ok_batchnorm_stats_in_triton.py"
+    task = task_from_file(ROOT / "tests" / "corpus" / "tasks" / "batchnorm_relu.py")
+    reqs = [EvalRequest(task, path.read_text(), EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120,
+                                                            input_seed=s), solution=str(s)) for s in (11, 12, 14)]
+    for r in cpu_pool.evaluate_batch(reqs):
+        assert r.verdict == "ok" and "eval_mode_mismatch" not in r.flags, (r.solution, r.verdict, r.flags, r.error)

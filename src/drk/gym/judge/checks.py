@@ -807,8 +807,16 @@ class TrialChecks:
         that is so."""
         opts, task = self.opts, self.task
         seed = self.input_seed + max(1, opts.trials) + 1
+        # Neither side keeps this call's buffer updates (BatchNorm's running statistics): the candidate's, made
+        # with its kernels skipped, are garbage that every later eval-mode call would read; the candidate
+        # process puts its buffers back after a skipped call, the judge its reference's here
+        saved = {k: v.clone() for k, v in task.model.named_buffers()}
         refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
-                                              grad=False)
+                                      grad=False)
+        with torch.no_grad():
+            for k, v in task.model.named_buffers():
+                if k in saved:
+                    v.copy_(saved[k])
         reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
         if reply.get("ok") and compare.compare_outputs(outs, refs, opts.tolerance).ok:
             self.res.verdict, self.res.correct = T.NO_TRITON, False

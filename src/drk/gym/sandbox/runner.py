@@ -318,6 +318,9 @@ class Runner:
                 return self._fail_forward(e)
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
+        # a call with the kernels skipped leaves the buffers (running statistics) as it found them: its updates
+        # are garbage the next eval-mode call would read (the judge does the same for its reference)
+        buffers = [(b, b.detach().clone()) for b in self.model.buffers()] if self.recorder.skip else []
         self.poison = bool(h.get("poison", True))
         t_poison = time.perf_counter()
         if self.cuda and self.poison:
@@ -333,9 +336,11 @@ class Runner:
             self.harness.stream_sync(self.device)
         except BaseException as e:  # noqa: BLE001
             self.poison, self.recorder.skip = False, False
+            self._put_back(buffers)
             return self._fail_forward(e)
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
+        self._put_back(buffers)
         t_out = time.perf_counter()
         described = []
         for i, o in enumerate(outs[:MAX_OUTPUTS]):
@@ -368,6 +373,15 @@ class Runner:
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
                     "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written,
                     "outputs_overwritten": overwritten, "spent": spent})
+
+    def _put_back(self, buffers: list) -> None:
+        """The model's buffers as they were before a skipped call (`buffers`: each with its copy)."""
+        with self.torch.no_grad():
+            for b, was in buffers:
+                try:
+                    b.copy_(was)
+                except (RuntimeError, TypeError):  # resized or freed by the forward: nothing to put back into
+                    pass
 
     def _earlier_outputs_overwritten(self, inputs: list) -> bool:
         """Did this call write into a tensor the previous forward returned, which the candidate kept (a module
