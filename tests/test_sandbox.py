@@ -144,6 +144,7 @@ def test_timeout_kills_the_process_group_and_the_slot_recovers(tmp_path):
         t0 = time.time()
         r = pool.evaluate(EvalRequest(TASK, hang, opts(timeout_s=8)))
         assert r.verdict == "timeout" and time.time() - t0 < 60
+        assert "interpreter" in r.error  # on CPU a correct kernel can be slow there: the text says how to help it
         assert pool.evaluate(EvalRequest(TASK, GOOD, opts())).verdict == "ok"
 
 

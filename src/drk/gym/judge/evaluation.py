@@ -356,8 +356,12 @@ class Judge:
             budget.left_s = start_left - max(0.0, charged(r.usage()))
             if budget.left_s <= 0:
                 self.recycle()
+                # on CPU a correct kernel can use the budget too: the interpreter runs each program in Python
+                slow = ("; on CPU, Triton's interpreter runs every program of every launch in Python, so a small "
+                        "block or a launch per step takes minutes: larger blocks, fewer launches, or --timeout"
+                        if not self.cuda else "")
                 raise RunnerGone(T.TIMEOUT, "timed out (the evaluation exceeded its time budget; look for infinite "
-                                            "loops, sleeps or a kernel that never finishes)")
+                                            f"loops, sleeps or a kernel that never finishes{slow})")
             if now >= budget.hard_deadline:
                 self.recycle()
                 raise RunnerGone(T.INFRA_ERROR, "the host was too loaded to give the candidate its time budget "
