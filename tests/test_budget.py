@@ -42,6 +42,8 @@ class Runner:
 
 
 class FakeJudge:
+    cuda = False  # a CPU judge (its timeout text speaks of the interpreter)
+
     def recycle(self) -> None:
         pass
 
