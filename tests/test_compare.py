@@ -63,24 +63,24 @@ def test_integer_outputs_need_exact_match_and_inputs_changed_blockwise(monkeypat
     x = torch.randn(4, 5)
     x[0, 0] = float("nan")
     y = x.clone()
-    assert not compare.inputs_changed([x], [y])
+    assert compare.input_state([x]) == compare.input_state([y])
     y[3, 4] = y[3, 4] + 1
-    assert compare.inputs_changed([x], [y])
+    assert compare.input_state([x]) != compare.input_state([y])
 
 
 def test_fingerprint_sees_any_in_place_change_but_not_nan_payloads_or_signed_zero(monkeypatch):
-    """The judge's input-mutation check compares digests of its inputs and of the slots the candidate process
-    wrote back."""
+    """The input-mutation check compares digests of the inputs before and after the forward."""
     monkeypatch.setattr(compare, "CHUNK", 7)  # several blocks per tensor
     x = torch.randn(6, 5)
     x[0, 0], x[1, 1] = float("nan"), 0.0
     y = x.clone()
     y[0, 0] = torch.tensor(float("nan")).neg()  # another NaN bit pattern
     y[1, 1] = -0.0
-    assert compare.fingerprint([x]) == compare.fingerprint([y]) and not compare.inputs_changed([x], [y])
+    assert compare.fingerprint([x]) == compare.fingerprint([y])
+    assert compare.input_state([x]) == compare.input_state([y])
     z = x.clone()
     z[5, 4] = torch.nextafter(z[5, 4], torch.tensor(float("inf")))  # the smallest change of the last element
-    assert compare.inputs_changed([x], [z])
+    assert compare.input_state([x]) != compare.input_state([z])
     s = torch.arange(12.0)
     t = s.clone()
     t[[2, 9]] = t[[9, 2]]  # the same values in other places: the position weights tell
@@ -90,4 +90,4 @@ def test_fingerprint_sees_any_in_place_change_but_not_nan_payloads_or_signed_zer
         b = a.clone()
         b[-1] = ~b[-1] if b.dtype == torch.bool else b[-1] + 1
         assert compare.fingerprint([a, 3]) == compare.fingerprint([a.clone(), 4]) != compare.fingerprint([b, 3])
-    assert compare.inputs_changed([torch.zeros(4)], [torch.zeros(2, 2)])  # a reshape is a change
+    assert compare.input_state([torch.zeros(4)]) != compare.input_state([torch.zeros(2, 2)])  # a reshape: a change

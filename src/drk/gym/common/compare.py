@@ -163,8 +163,8 @@ def _positions(n: int, device: torch.device) -> torch.Tensor:
 
 def fingerprint(xs: list) -> list[tuple[int, int]]:
     """A bitwise digest of every tensor in `xs`: per block of elements, the sum of their bit patterns and
-    the sum weighted by position within the block (wrapping integer products, exact int64 sums), so the
-    judge can tell whether a forward changed its inputs in place without keeping a copy of them (a copy
+    the sum weighted by position within the block (wrapping integer products, exact int64 sums), so one
+    can tell whether a forward changed its inputs in place without keeping a copy of them (a copy
     would double the inputs' device memory). NaN payloads and the sign of zero are ignored, like an exact
     `allclose(equal_nan=True)`; any other change of any element changes the digest except with negligible
     probability. One host sync per tensor."""
@@ -192,7 +192,8 @@ def fingerprint(xs: list) -> list[tuple[int, int]]:
     return out
 
 
-def inputs_changed(before: list, after: list) -> bool:
-    """True when any input tensor differs bit for bit (NaN in the same place counts as equal)."""
-    return [tuple(t.shape) for t in before if isinstance(t, torch.Tensor)] != [
-        tuple(t.shape) for t in after if isinstance(t, torch.Tensor)] or fingerprint(before) != fingerprint(after)
+def input_state(xs: list) -> tuple:
+    """The tensors' shapes, dtypes and bitwise digest (`fingerprint`: NaN payloads and the sign of zero aside):
+    equal before and after a call that left them alone. A digest, not a copy, which would double their memory."""
+    tensors = [t for t in xs if isinstance(t, torch.Tensor)]
+    return [(tuple(t.shape), t.dtype) for t in tensors], fingerprint(tensors)

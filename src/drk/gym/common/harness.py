@@ -147,6 +147,23 @@ def _current_stream_handle() -> int | None:
     return torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else None
 
 
+@contextlib.contextmanager
+def buffers_kept(model: torch.nn.Module):
+    """Every buffer of `model` (BatchNorm's running statistics, a counter) put back as it was when the block
+    began, however the block ends: for a call whose updates no later call may read (the ablation probe's, whose
+    kernels were skipped; the judge's extra reference calls)."""
+    kept = [(b, b.detach().clone()) for b in model.buffers()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, was in kept:
+                try:
+                    b.copy_(was)
+                except (RuntimeError, TypeError):  # resized or freed by the block: nothing to put back into
+                    pass
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)

@@ -9,6 +9,7 @@ in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
+import copy
 import math
 import random
 import re
@@ -78,8 +79,6 @@ class PreparedTask:
 
 def fresh_copy(task: PreparedTask) -> torch.nn.Module:
     """A copy of the task's reference model as built (its `pristine` one, which is never called)."""
-    import copy
-
     return copy.deepcopy(task.pristine) if task.pristine is not None else task.model
 
 
@@ -752,19 +751,15 @@ class TrialChecks:
             self._degenerate("an all-zeros output passes")
         else:
             self.constants = compare.constant_guess(refs)
-        saved = {k: v.clone() for k, v in task.model.named_buffers()}
-        again, inputs = self.reference(inputs, self.input_seed, train=True, grad=True)
-        with torch.no_grad():
-            for k, v in task.model.named_buffers():
-                v.copy_(saved[k])
+        # the extra calls leave no buffer update behind: the candidate makes none of them
+        with harness.buffers_kept(task.model):
+            again, inputs = self.reference(inputs, self.input_seed, train=True, grad=True)
         if not compare.compare_outputs(again, refs, self.opts.tolerance).ok:
             res.flags.append(T.NONDETERMINISTIC_REFERENCE)
         # Does the reference depend on train/eval mode (BatchNorm, Dropout)? If not, an eval-mode mismatch is
         # as wrong as a train-mode one (a kernel right only while self.training is not right).
-        evald, inputs = self.reference(inputs, self.input_seed, train=False, grad=True)
-        with torch.no_grad():
-            for k, v in task.model.named_buffers():
-                v.copy_(saved[k])
+        with harness.buffers_kept(task.model):
+            evald, inputs = self.reference(inputs, self.input_seed, train=False, grad=True)
         self.mode_independent = compare.compare_outputs(evald, refs, self.opts.tolerance).ok
         return inputs
 
@@ -782,8 +777,6 @@ class TrialChecks:
     def _reference_fp64(self, inputs: list, train: bool, grad: bool) -> list | None:
         """The reference computed in float64 on `inputs` (a copy of the model), or None where it cannot be
         (some ops lack float64 kernels): a float64 reference is evidence when there is one, never required."""
-        import copy
-
         try:
             m64 = (fresh_copy(self.task) if self.task.stateful else copy.deepcopy(self.task.model)).double()
             x64 = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
@@ -810,13 +803,9 @@ class TrialChecks:
         # Neither side keeps this call's buffer updates (BatchNorm's running statistics): the candidate's, made
         # with its kernels skipped, are garbage that every later eval-mode call would read; the candidate
         # process puts its buffers back after a skipped call, the judge its reference's here
-        saved = {k: v.clone() for k, v in task.model.named_buffers()}
-        refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
-                                      grad=False)
-        with torch.no_grad():
-            for k, v in task.model.named_buffers():
-                if k in saved:
-                    v.copy_(saved[k])
+        with harness.buffers_kept(task.model):
+            refs, inputs = self.reference(harness.make_inputs(task.module, seed, self.device), seed, train=True,
+                                          grad=False)
         reply, outs, _ = self.run_candidate(inputs, refs, train=True, grad=False, skip_triton=True)
         if reply.get("ok") and compare.compare_outputs(outs, refs, opts.tolerance).ok:
             self.res.verdict, self.res.correct = T.NO_TRITON, False

@@ -40,7 +40,7 @@ from drk.gym.common import compare, harness, wire
 from drk.gym.common.shm import Exchange, HostMemoryError
 from drk.gym.common.tensors import nbytes
 from drk.gym.judge import devicelock, devicememory, replies, static
-from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure
+from drk.gym.judge.checks import ExchangeOutgrown, PreparedTask, TrialChecks, claimed_failure, fresh_copy
 from drk.gym.judge.forkserver import ForkServer, ForkServerGone
 from drk.gym.judge.refcache import RefTimeCache
 from drk.gym.sandbox import isolation
@@ -517,7 +517,7 @@ class Judge:
         if compare.compare_outputs(again, first, opts.tolerance).ok:
             return False
         del again
-        built = harness.forward(copy.deepcopy(task.pristine), harness.make_inputs(task.module, opts.seed, self.device),
+        built = harness.forward(fresh_copy(task), harness.make_inputs(task.module, opts.seed, self.device),
                                 train=True, grad=True)
         return compare.compare_outputs(built, first, opts.tolerance).ok
 

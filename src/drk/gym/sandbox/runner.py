@@ -12,6 +12,7 @@ boundary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import sys
@@ -30,7 +31,7 @@ class Runner:
 
         self.stamps = dict(args.stamps, runner=time.monotonic())  # monotonic times of the start's steps (hello)
         self.torch, self.harness, self.tensors, self.wire = torch, harness, tensors, wire
-        self.fingerprint = compare.fingerprint
+        self.input_state = compare.input_state
         self.device = args.device
         self.cuda = self.device.startswith("cuda")
         self.workdir = args.workdir
@@ -309,7 +310,7 @@ class Runner:
         # The inputs' digest before and after the forward: whether it wrote into them (a convention check this
         # process reports, so candidate code can forge it; no reward term rests on it, docs/hack-defences.md)
         checked = [x for x in inputs if isinstance(x, torch.Tensor)] if h.get("inputs_check") else None
-        before = input_state(checked, self.fingerprint) if checked is not None else None
+        before = self.input_state(checked) if checked is not None else None
         if h.get("fresh_model"):  # a task whose model keeps state between calls: this call from the model as built
             try:
                 mod, init_inputs, seed = self._build
@@ -318,9 +319,6 @@ class Runner:
                 return self._fail_forward(e)
         self.recorder.reset()
         self.recorder.skip = bool(h.get("skip_triton"))
-        # a call with the kernels skipped leaves the buffers (running statistics) as it found them: its updates
-        # are garbage the next eval-mode call would read (the judge does the same for its reference)
-        buffers = [(b, b.detach().clone()) for b in self.model.buffers()] if self.recorder.skip else []
         self.poison = bool(h.get("poison", True))
         t_poison = time.perf_counter()
         if self.cuda and self.poison:
@@ -328,19 +326,20 @@ class Runner:
         t0 = time.perf_counter()
         try:
             roots: list = []  # the tensors the forward returned (or those they view), for `returned`
-            outs = self.harness.forward(self.model, inputs, train=h.get("train", True), grad=h.get("grad", True),
-                                        plain=True, roots=roots)
-            # The outputs are read (below, each copy ordered on the caller's stream) as the module's caller would
-            # read them: work left on a stream the caller's stream never waited for is not in them (the poisoned
-            # allocation shows instead), so an unjoined side stream is a race judged `incorrect`, not a result
-            self.harness.stream_sync(self.device)
+            # a call with the kernels skipped leaves the buffers (running statistics) as it found them: its
+            # updates are garbage the next eval-mode call would read (the judge does the same for its reference)
+            with self.harness.buffers_kept(self.model) if self.recorder.skip else contextlib.nullcontext():
+                outs = self.harness.forward(self.model, inputs, train=h.get("train", True),
+                                            grad=h.get("grad", True), plain=True, roots=roots)
+                # The outputs are read (below, each copy ordered on the caller's stream) as the module's caller
+                # would read them: work left on a stream the caller's stream never waited for is not in them (the
+                # poisoned allocation shows instead), so an unjoined side stream is a race judged `incorrect`
+                self.harness.stream_sync(self.device)
         except BaseException as e:  # noqa: BLE001
             self.poison, self.recorder.skip = False, False
-            self._put_back(buffers)
             return self._fail_forward(e)
         wall = time.perf_counter() - t0
         self.poison, self.recorder.skip = False, False
-        self._put_back(buffers)
         t_out = time.perf_counter()
         described = []
         for i, o in enumerate(outs[:MAX_OUTPUTS]):
@@ -356,7 +355,7 @@ class Runner:
         except BaseException as e:  # noqa: BLE001
             return self._fail_forward(e)
         t_back = time.perf_counter()
-        changed = input_state(checked, self.fingerprint) != before if checked is not None else None
+        changed = self.input_state(checked) != before if checked is not None else None
         t_reuse = time.perf_counter()
         overwritten = self._earlier_outputs_overwritten(inputs)
         # weakly: only what the candidate itself keeps stays alive (the detached copies above die with this op);
@@ -373,15 +372,6 @@ class Runner:
                     "launches": [(x.name[:200], x.seconds) for x in self.recorder.launches[:1000]],
                     "skipped": self.recorder.skipped, "inputs_changed": changed, "written_share": written,
                     "outputs_overwritten": overwritten, "spent": spent})
-
-    def _put_back(self, buffers: list) -> None:
-        """The model's buffers as they were before a skipped call (`buffers`: each with its copy)."""
-        with self.torch.no_grad():
-            for b, was in buffers:
-                try:
-                    b.copy_(was)
-                except (RuntimeError, TypeError):  # resized or freed by the forward: nothing to put back into
-                    pass
 
     def _earlier_outputs_overwritten(self, inputs: list) -> bool:
         """Did this call write into a tensor the previous forward returned, which the candidate kept (a module
@@ -510,13 +500,6 @@ def value_sample(t) -> object:
         return flat[::max(1, flat.numel() // VALUE_SAMPLE)][:VALUE_SAMPLE].clone()
     except (RuntimeError, TypeError, ValueError):
         return None
-
-
-def input_state(tensors: list, fingerprint) -> tuple:
-    """The inputs' shapes, dtypes and bitwise digest (`compare.fingerprint`: NaN payloads and the sign of zero
-    aside), equal before and after a forward that left them alone. A digest, not a copy: a copy would double the
-    inputs' device memory, and sending them back to the judge costs two transfers of their size per call."""
-    return [(tuple(t.shape), t.dtype) for t in tensors], fingerprint(tensors)
 
 
 def same_bits(a, b) -> bool:
