@@ -25,6 +25,8 @@
 #   loadtiming  drk's candidate and reference times alone and beside 3 busy workers, DRK_GPU_LOCK on and off
 #            (LOCKS="on off"), bench/timing_under_load.py: what the lock buys
 #   guardmini two shipped solutions and the native-code attacks a16/k01/k12/k14 under the exec guard on CUDA
+#   draws    why a probe does or does not catch $ATTACK (bench/probe_draws.py): its draws, the candidate's misses
+#   guarddefault the exec guard as CUDA's default? shipped solutions' throughput under it, the corpus entries in $CORPUS
 #   validate issue 14 in one call: the exec guard on CUDA (GPU test, native-code attacks), the attacks changed
 #            since the last GPU run ($ATTACKS), throughput with the sandbox on and off side by side
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
@@ -66,6 +68,14 @@ gym() {  # corpus + isolation, then the attack suite, each capped by what is lef
   # headers do not accept), and nothing may rest on it
   echo "== attacks, static rules ${STATIC:-off} ($SECONDS s in)"; DRK_STATIC_RULES=${STATIC:-off} timeout $(left) \
     python3 bench/attacks_gpu.py --out $OUT/attacks_gpu.json 2>&1 | grep -v SyntaxWarning | tail -40
+}
+medians() {  # one line per throughput cell of an isolation.json: evaluations/min, time beyond GPU work, failures, phases
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1]))
+for k, v in d.items():
+    if isinstance(v, dict) and 'evals_per_min' in v:
+        print(k, round(v['evals_per_min'], 1), '/min, beyond', round(v['median_beyond_gpu_work_s'], 2), 's, not ok:',
+              {a: b for a, b in v['verdicts'].items() if b != 'ok'})
+        print('  medians', {p: round(s, 3) for p, s in v['median_phases_s'].items() if s})" "$1"
 }
 sweep() {  # evaluator throughput by cause: GPU lock on/off x profiler per-op/ambient, then 12 workers (sandbox on);
   # CELLS="on per-op 4|off per-op 4" picks cells; a fourth field, "release", lets compiles out of the hold (DRK_COMPILE_HOLD)
@@ -157,6 +167,22 @@ guardmini)  # the least that shows the exec guard on CUDA: two shipped solutions
     DRK_STATIC_RULES=off timeout $(left) python3 bench/attacks_gpu.py --only ${GUARD_ATTACKS:-a16,k01,k12,k14} --no-pairs \
     --workers 4 --out $OUT/attacks_guard.json 2>&1 | grep -v SyntaxWarning | tail -${ATTACK_LINES:-10}
   ;;
+draws)  # why a probe does or does not catch $ATTACK: evaluations under seeds $EVAL_SEEDS, then the probe's draws for
+  # $SEEDS rebuilt with what the candidate does on them, and $GRID (bench/probe_draws.py), capped by $BUDGET
+  A=${ATTACK:-tests/attacks/m10b_naive_variance_relative_switch.py}
+  echo "== evaluated ($SECONDS s in)"; timeout $(( $(left) / 2 )) python3 bench/probe_draws.py $A --probe ${PROBE:-near_all} \
+    --seeds ${EVAL_SEEDS:-0-7} --out $OUT/draws-eval.jsonl 2>&1 | grep -v Warn | cut -c1-420
+  echo "== draws ($SECONDS s in)"; timeout $(left) python3 bench/probe_draws.py $A --probe ${PROBE:-near_all} --seeds ${SEEDS:-8-47} \
+    --no-evaluate ${GRID:+--grid $GRID} --out $OUT/draws.jsonl 2>&1 | grep -v Warn | cut -c1-300
+  ;;
+guarddefault)  # can CUDA slots take the exec guard by default? every shipped level 1-2 solution `ok` under it, with
+  # its throughput (sandbox on, lock on, 2 passes), beside the corpus entries named in $CORPUS (device=any ones too)
+  [ -n "${CORPUS:-}" ] && { echo "== corpus $CORPUS, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on DRK_CORPUS_ONLY=$CORPUS \
+    timeout $(( $(left) / 3 )) python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/corpus --parts corpus 2>&1 | tail -2 | cut -c1-3000; }
+  echo "== throughput, guard on ($SECONDS s in)"; DRK_EXEC_GUARD=on GYM_SANDBOX=on GYM_PASSES=${GYM_PASSES:-2} timeout $(left) \
+    python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/gym --parts isolation > $OUT/gym.log 2>&1
+  medians $OUT/gym/isolation.json || tail -5 $OUT/gym.log
+  ;;
 validate)  # issue 14 in one call, each step capped: the exec guard on CUDA (its GPU test, then the native-code
   # attacks with the early layers off), the attacks changed since the last GPU run (static rules off), then
   # throughput over the shipped level 1-2 solutions with the sandbox on and off side by side (lock on, 2 passes)
@@ -169,13 +195,7 @@ validate)  # issue 14 in one call, each step capped: the exec guard on CUDA (its
     | grep -v SyntaxWarning | tail -${ATTACK_LINES:-18}
   echo "== throughput, sandbox on and off ($SECONDS s in)"; GYM_PASSES=${GYM_PASSES:-2} timeout $(left) python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym --parts isolation > $OUT/gym.log 2>&1
-  python3 -c "import json, sys; d = json.load(open(sys.argv[1]))
-for k, v in d.items():
-    if isinstance(v, dict) and 'evals_per_min' in v:
-        print(k, round(v['evals_per_min'], 1), '/min, beyond', round(v['median_beyond_gpu_work_s'], 2), 's, not ok:',
-              {a: b for a, b in v['verdicts'].items() if b != 'ok'})
-        print('  medians', {p: round(s, 3) for p, s in v['median_phases_s'].items() if s})" $OUT/gym/isolation.json \
-    || tail -5 $OUT/gym.log
+  medians $OUT/gym/isolation.json || tail -5 $OUT/gym.log
   ;;
 loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/timing_under_load.py)
   SHARE=$(( $(left) / $(echo ${LOCKS:-on off} | wc -w) ))  # each setting an equal share of the call

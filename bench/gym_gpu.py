@@ -112,10 +112,11 @@ def part_corpus(kb: Path, out: Path) -> dict:
     from drk.gym import EvalOptions, EvalRequest, LocalPool
     from drk.tasks import task_from_file
 
-    files = [p for p in sorted((ROOT / "tests" / "corpus").glob("*.py"))
-             if read_corpus_header(p).get("device") == "gpu" or p.stem in GPU_CORPUS_EXTRA]
-    reqs, expect = [], {}
+    # DRK_CORPUS_ONLY=a,b: just those entries, device=any ones included
     only = [x for x in __import__("os").environ.get("DRK_CORPUS_ONLY", "").split(",") if x]
+    files = [p for p in sorted((ROOT / "tests" / "corpus").glob("*.py"))
+             if read_corpus_header(p).get("device") == "gpu" or p.stem in GPU_CORPUS_EXTRA or p.stem in only]
+    reqs, expect = [], {}
     for p in files:
         h = read_corpus_header(p)
         if p.stem.startswith("hang") or (only and p.stem not in only):
