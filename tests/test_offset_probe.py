@@ -139,3 +139,24 @@ def test_the_near_all_probe_catches_one_pass_variance_on_every_draw():
         assert misses(F.layer_norm(m, (1024,), eps=1e-5), ref64, 1e-2 / 8) == 0, s
         assert misses(two_pass(m), ref64, 1e-2) == 0, s
         assert misses(naive(m), ref64, 1e-2) > 0, s
+
+
+def test_the_edge_probe_scales_some_items_down_across_the_range_where_an_eps_matters():
+    """Attack t02 (rsqrt(sum(x^2) + eps) where the task divides by max(norm, eps)) was right on every probe: no item
+    had a small norm. The edge probe now scales up to four items down, one scale per stratum of 1e-2 to 1e-7,
+    beside its zero item and outliers; half-precision inputs keep theirs as drawn (subnormals, zeros)."""
+    import torch
+
+    from drk.gym.judge.checks import TrialChecks
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 256)
+    for s in range(8):
+        e = TrialChecks._edged([x.clone(), x.half()], seed=s)
+        norms = e[0].norm(dim=1) / x.norm(dim=1)
+        small = sorted(float(v) for v in norms if 0.0 < v < 0.5)
+        assert len(small) == 4, (s, small)
+        assert 1e-7 * 0.99 < small[0] < 10 ** -5.75 and 10 ** -3.25 < small[-1] <= 1e-2 * 1.01, (s, small)
+        assert all(b / a > 1.0 for a, b in zip(small, small[1:]))  # four strata, four different scales
+        assert int((e[0].abs().sum(dim=1) == 0).sum()) == 1  # the zero item stays
+        assert int((e[1].float().norm(dim=1) / x.half().float().norm(dim=1) < 0.5).sum()) == 1  # fp16: the zero item only

@@ -48,7 +48,7 @@ SHIFTED_PROBES = {
     "offset": "shifted by a large constant (values far from zero with the same spread)",
     "offset_items": "with each item shifted by a large offset of its own (values far from zero with the same spread)",
     "near": "with some items moved to a nearby mean and their spread shrunk three hundred- to a thousandfold",
-    "near_all": "moved to a nearby mean together, their spread shrunk three hundred- to a thousandfold",
+    "near_all": "moved together to a nearby mean away from zero, their spread shrunk three hundred- to three thousandfold",
 }
 
 
@@ -674,7 +674,8 @@ class TrialChecks:
         exact zeros at a few positions (a NaN from tanh(x)/x at 0: attack s02), one item along the first dimension
         all zero (a norm without its eps divides zero by zero: s09) and, in up to four other items, one element
         500 to 1000 standard deviations above the input's mean, in a different quarter of each item, and one 100
-        to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06).
+        to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06), and up to
+        four more items scaled down 1e2 to 1e7 times (an eps moved inside a root: t02).
         Floating-point inputs with at least two elements; None when there is none. A kernel that takes a careful
         path on such inputs gains nothing: they are the only ones where its careless path is wrong. Judged like
         the shifted probes: a miss counts only where the task's own float32 computation is accurate
@@ -691,9 +692,18 @@ class TrialChecks:
             flat, items = w.view(-1), _items(w)
             n, rows = flat.numel(), items.shape[0]
             flat[_distinct(n, min(n, 8, 2 + n // 65536), g).to(flat.device)] = 0.0
-            order = _distinct(rows, 5, g)  # the all-zero item, then the outliers' items
+            order = _distinct(rows, 9, g)  # the all-zero item, the outliers' items, then the small items
             if rows > 1:
                 items[int(order[0])] = 0.0
+            # Up to four more items scaled down by 1e-2 to 1e-7, one scale per stratum of that range, so some
+            # item's norm or variance lands near any eps a task guards a division with (rsqrt(sum(x^2) + eps)
+            # where the task divides by max(norm, eps): attack t02). Single and double precision only: half
+            # precision turns such values into subnormals and zeros, which the zero item already covers.
+            if t.dtype in (torch.float32, torch.float64):
+                small = order[5:9].tolist()
+                for j, r in enumerate(small):
+                    u = float(torch.rand(1, generator=g, dtype=torch.float64))
+                    items[r] = items[r] * 10.0 ** (-2.0 - 5.0 * (j + u) / len(small))
             # In each of up to four other items: one element far above the mean, the item's largest, in a quarter
             # of the item of its own (so a statistic over any part of a row that misses it, a partial maximum,
             # misses by hundreds of standard deviations in some item), and one far below it.
