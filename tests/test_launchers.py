@@ -186,13 +186,13 @@ def test_a_candidate_asking_for_too_many_builds_is_told_no(tmp_path, stub_driver
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_a_gpu_correct_kernels_run_and_a16_is_refused_under_the_exec_guard(tmp_path, monkeypatch):
-    """End to end on CUDA with DRK_EXEC_GUARD=on: a correct kernel is `ok` with its launcher built by the
-    judge, and a16 (its own C through Triton's build helper) is `forbidden`, the audit hook and static rules
-    off so the guard and the lookup stand alone."""
+    """End to end on CUDA with the exec guard as it is by default: a correct kernel is `ok` with its launcher
+    built by the judge, and a16 (its own C through Triton's build helper) is `forbidden`, the audit hook and
+    static rules off so the guard and the lookup stand alone."""
     from drk.gym import EvalOptions, EvalRequest, LocalPool
     from drk.tasks import task_from_file
 
-    monkeypatch.setenv("DRK_EXEC_GUARD", "on")
+    monkeypatch.delenv("DRK_EXEC_GUARD", raising=False)
     monkeypatch.setenv("DRK_AUDIT", "off")
     monkeypatch.setenv("DRK_STATIC_RULES", "off")
     task = task_from_file(ROOT / "data/queries/001_scaled_tanh_bias.py")

@@ -860,3 +860,18 @@ def test_a_folder_bound_for_candidates_is_reachable_by_the_candidate_uid(tmp_pat
     finally:
         shutil.rmtree(pool, ignore_errors=True)
     assert out.returncode == 0 and out.stdout.strip() == "judge-built", out.stderr[-800:]
+
+
+def test_the_exec_guard_is_on_by_default_for_cpu_and_cuda_slots(monkeypatch):
+    """CUDA slots took the guard by default once a GPU run showed them working under it (every shipped level 1-2
+    solution `ok`, the native-code attacks refused; docs/measurements/evaluator-isolation.md); before, a CUDA
+    candidate could run native code it built itself. Only an explicit DRK_EXEC_GUARD=off turns it off."""
+    from drk.gym.sandbox import isolation
+
+    monkeypatch.delenv("DRK_EXEC_GUARD", raising=False)
+    assert isolation.exec_guard_wanted("cpu") and isolation.exec_guard_wanted("cuda")
+    assert isolation.exec_guard_wanted("cuda:1")
+    monkeypatch.setenv("DRK_EXEC_GUARD", "auto")
+    assert isolation.exec_guard_wanted("cuda:0")
+    monkeypatch.setenv("DRK_EXEC_GUARD", "off")
+    assert not isolation.exec_guard_wanted("cuda") and not isolation.exec_guard_wanted("cpu")

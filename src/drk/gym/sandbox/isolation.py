@@ -288,14 +288,12 @@ def _probe(iso: Isolation, code: str = "import os, socket; socket.socket().conne
 
 def exec_guard_wanted(device: str) -> bool:
     """Whether a slot's candidates get the exec guard (`drk.gym.sandbox.zygote.guard_exec`: every writable
-    folder noexec, no executable memory files). DRK_EXEC_GUARD=on|off|auto (auto, the default: on for CPU
-    slots; CUDA slots keep it off until a GPU run shows CUDA starting under it, see
-    docs/measurements/evaluator-isolation.md: their launchers come from the judge and ptxas from a helper).
-    Results record a slot without it (`versions.sandbox`)."""
-    mode = os.environ.get("DRK_EXEC_GUARD", "auto")
-    if mode in ("on", "off"):
-        return mode == "on"
-    return not device.startswith("cuda")
+    folder noexec, no executable memory files). DRK_EXEC_GUARD=on|off|auto (auto, the default: on for every
+    device; on CUDA the launchers come from the judge and ptxas from a helper,
+    docs/measurements/evaluator-isolation.md has the GPU runs that show it). Only `off` turns it off, for an
+    operator's experiments; results record a slot without it (`versions.sandbox`)."""
+    del device  # one rule for every device since CUDA runs under it
+    return os.environ.get("DRK_EXEC_GUARD", "auto") != "off"
 
 
 _detected: dict[bool, Isolation] = {}
