@@ -619,7 +619,7 @@ class TrialChecks:
                         centre = float(t.mean())
                         # away from zero where the input has a side: cancellation grows with |mean| / spread, and
                         # items moved towards zero can land where one-pass statistics stay within the tolerance
-                        # (3 * randn + 1 moved one std down sits at -2: attack m10b `ok` on an H100)
+                        # (attack m10b; the figures are in docs/hack-defences.md)
                         if abs(centre) > 0.1 * spread:
                             sign = torch.full_like(sign, 1.0 if centre > 0 else -1.0)
                         else:
