@@ -245,19 +245,23 @@ class Judge:
         # a candidate's Triton compiles (host work) let the GPU's shared hold go (`GPU_EVENTS`)
         self.compile_release = (self.cuda and not isinstance(self.gpu, devicelock.NoLock)
                                 and compile_hold() == "release")
-        harness.pin_numerics()
-        self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
         base_cache = os.path.join(slot_dir, "triton-base")
         os.makedirs(base_cache, exist_ok=True)
-        if self.cuda:  # Triton's launcher utilities built once by trusted code; candidates get a copy
-            harness.warm_triton(self.device, slot_dir, cache_dir=base_cache)
-            os.environ["TRITON_CACHE_DIR"] = os.path.join(slot_dir, "triton-judge")
         overrides = {} if self.cuda else {"TRITON_INTERPRET": "1"}
         self.limits = {"file_mb": 512, "nproc": 4096, "tmp_mb": CANDIDATE_TMP_MB, "shm_mb": CANDIDATE_SHM_MB,
                        "address_space_gb": None if self.cuda else CPU_ADDRESS_SPACE_GB}
         self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
                                exec_guard=isolation.exec_guard_wanted(device))
-        self.fork.start()
+        # The fork server's start (importing torch and Triton in the sandbox, seconds) runs beside the judge's
+        # own set-up below. It reads nothing of the base cache until its first candidate, which copies it (the
+        # folder is bound, not copied, into the sandbox): the warm-up fills it before any spawn.
+        self.fork.launch()
+        harness.pin_numerics()
+        self.versions = dict(harness.versions(), sandbox=iso.label)  # results from another isolation never mix
+        if self.cuda:  # Triton's launcher utilities built once by trusted code; candidates get a copy
+            harness.warm_triton(self.device, slot_dir, cache_dir=base_cache)
+            os.environ["TRITON_CACHE_DIR"] = os.path.join(slot_dir, "triton-judge")
+        self.fork.wait_started()
         gap, notes = self.fork.exec_guard_gap, []
         if iso.sandboxed and gap:  # results from a weaker sandbox never mix with others
             # Landlock missing: noexec and the seccomp rules hold, /proc/self/mem stays writable

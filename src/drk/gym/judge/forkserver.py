@@ -61,6 +61,12 @@ class ForkServer:
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
+        self.launch()
+        self.wait_started()
+
+    def launch(self) -> None:
+        """Start the fork server's process without waiting for it: its imports (seconds) overlap whatever the
+        judge does next; `wait_started` reads its hello."""
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [sys.executable, *isolation.NO_CWD_ON_PATH, "-m", "drk.gym.sandbox.zygote", "--fd", str(b.fileno()),
                 "--mode", self.iso.mode, "--seccomp", "1" if self.iso.sandboxed and not self.iso.seccomp else "0",
@@ -76,6 +82,8 @@ class ForkServer:
         log.close()
         b.close()
         self.sock, self.broken = a, False
+
+    def wait_started(self) -> None:
         try:
             hello = self._recv(START_TIMEOUT_S)
         except ForkServerGone:
