@@ -1,8 +1,9 @@
 """The evaluator against the red-team attack suite (tests/attacks/, see its README): every CPU-runnable attack
 is evaluated as a black box through `LocalPool` and must get one of the verdicts in its header, leave no side
 effect on the host (marker files, surviving processes, connections), leak no secret into its result, and keep
-the result bounded. `then=` attacks are poisoners: a correct follower evaluated right after them in the same
-pool (one worker) must get exactly the result it gets alone.
+the result bounded. `then=` and `witness=` attacks are poisoners: a correct follower evaluated right after them
+on the same worker must get exactly the result it gets alone. All poisoners share that worker one after another,
+as candidates do in use; the results alone come from a pool no attack reaches.
 
     cd /work/wt-redteam && PYTHONPATH=src nice -n 10 .venv/bin/python -m pytest -q tests/test_attacks.py
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # about 4 minutes on 2 shared cores
+pytestmark = pytest.mark.slow  # it evaluates every attack, and each pair in turn
 
 from conftest import ROOT
 from drk.gym import EvalOptions, EvalRequest, LocalPool
@@ -242,25 +243,47 @@ def attack_run(tmp_path_factory, request):
     out = {"secret": secret, "results": {}, "pairs": {}, "neighbours": {}, "markers": {}, "survivors": {},
            "net": {}}
     t0 = time.monotonic()
+    out["stage_seconds"] = {}
+
+    def stage(name: str) -> None:  # seconds of each step of the run, for the report
+        out["stage_seconds"][name] = round(time.monotonic() - t0 - sum(out["stage_seconds"].values()), 1)
+
     try:
         cache = tmp_path_factory.mktemp("drk-attack-cache")
         with LocalPool(device="cpu", workers=2, cache_dir=str(cache)) as pool:
             for r in pool.evaluate_batch([eval_request(p) for p in cpu_attacks]):
                 out["results"][r.solution] = r
+        stage("batch")
         time.sleep(SURVIVOR_GRACE_S)  # the pool is closed: anything of a candidate still alive is a survivor
         scan_survivors(out)
-        for p in pairs:  # poisoner then follower, sequentially on ONE worker of a fresh pool
-            h = HEADERS[p.name]
-            with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path_factory.mktemp("drk-pair"))) as pool:
-                alone = pool.evaluate(eval_request(p, h, "follower-alone", follower=True))
+        # Each follower's result alone: first, in a pool that no attack ever reaches (the same inputs every time,
+        # so one evaluation per distinct follower is its result alone wherever it runs)
+        alone: dict[tuple[str, str], object] = {}
+        with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path_factory.mktemp("drk-alone"))) as pool:
+            for p in pairs:
+                req = eval_request(p, HEADERS[p.name], "follower-alone", follower=True)
+                key = (req.source, req.task.source)
+                if key not in alone:
+                    alone[key] = pool.evaluate(req)
+        stage("alone")
+        # Then every poisoner followed by its follower, sequentially on ONE worker of one pool: as in use, where
+        # a worker serves candidate after candidate, the follower meets whatever the poisoner (and every poisoner
+        # before it) left behind, and must get exactly its result alone
+        with LocalPool(device="cpu", workers=1, cache_dir=str(tmp_path_factory.mktemp("drk-pairs"))) as pool:
+            for p in pairs:
+                h = HEADERS[p.name]
                 poisoner = pool.evaluate(eval_request(p, label="poisoner"))
-                after = pool.evaluate(eval_request(p, h, "follower-after", follower=True))
-            out["pairs"][p.name] = (alone, poisoner, after)
-        for p in neighbour:  # attacker and a correct candidate at the same time on two workers
-            h = HEADERS[p.name]
-            with LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("drk-nb"))) as pool:
+                follower = eval_request(p, h, "follower-after", follower=True)
+                after = pool.evaluate(follower)
+                out["pairs"][p.name] = (alone[(follower.source, follower.task.source)], poisoner, after)
+        stage("pairs")
+        # attacker and a correct candidate at the same time on the two workers of one pool
+        with LocalPool(device="cpu", workers=2, cache_dir=str(tmp_path_factory.mktemp("drk-nb"))) as pool:
+            for p in neighbour:
+                h = HEADERS[p.name]
                 rs = pool.evaluate_batch([eval_request(p, label="attacker"), eval_request(p, h, "neighbour", follower=True)])
-            out["neighbours"][p.name] = {r.solution: r for r in rs}
+                out["neighbours"][p.name] = {r.solution: r for r in rs}
+        stage("neighbours")
     finally:
         for name, lst in listeners.items():
             lst.close()
@@ -288,7 +311,9 @@ def attack_run(tmp_path_factory, request):
                    "markers": out["markers"].get(name), "survivors": out["survivors"].get(name),
                    "net": len(out["net"].get(name, [])),
                    "pair": [(x.verdict, x.max_abs_diff, x.error[:200]) for x in out["pairs"].get(name, ())]}
-            for name, r in out["results"].items()}, indent=1, default=str))
+            for name, r in out["results"].items()} | {"_seconds": out["seconds"], "_stage_seconds": out["stage_seconds"],
+            "_pair_seconds": {name: [x.phase_seconds.get("total") for x in xs] for name, xs in out["pairs"].items()}},
+            indent=1, default=str))
     return out
 
 
