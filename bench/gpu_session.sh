@@ -29,6 +29,7 @@
 #   guarddefault the exec guard as CUDA's default? shipped solutions' throughput under it, the corpus entries in $CORPUS
 #   validate issue 14 in one call: the exec guard on CUDA (GPU test, native-code attacks), the attacks changed
 #            since the last GPU run ($ATTACKS), throughput with the sandbox on and off side by side
+#   attacks  the attacks named by prefix in $ATTACKS (all when unset) with their pairs, static rules off, capped by $BUDGET
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
 #            (short kernels first), capped by $BUDGET
@@ -204,6 +205,12 @@ loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/tim
       python3 bench/timing_under_load.py --kernelbench $KB --out $OUT/load-$LOCK --neighbours ${NEIGHBOURS:-3} \
       --budget-s $(( SHARE - 60 )) ${PAIRS:+--only $PAIRS} 2>&1 | tail -14
   done
+  ;;
+attacks)  # the attacks whose names start with one of $ATTACKS (comma-separated; all when unset) at full shapes, with
+  # their poisoner/follower pairs on one worker, static rules off unless STATIC=on, capped by $BUDGET
+  echo "== attacks ${ATTACKS:-all}, static rules ${STATIC:-off}, ${WORKERS:-4} workers"; DRK_STATIC_RULES=${STATIC:-off} \
+    timeout $(left) python3 bench/attacks_gpu.py ${ATTACKS:+--only $ATTACKS} --workers ${WORKERS:-4} \
+    --out $OUT/attacks.json 2>&1 | grep -v SyntaxWarning | tail -${ATTACK_LINES:-80}
   ;;
 verify)
   [ -z "${SKIP_TESTS:-}" ] && { echo "== gpu tests"; timeout 150 python3 -m pytest -q -m gpu ${TESTS:-tests/test_profiled_everywhere.py \
