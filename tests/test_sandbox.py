@@ -54,6 +54,42 @@ def test_secrets_never_reach_the_candidate_or_the_result(tmp_path, monkeypatch):
     assert r2.verdict == "runtime_error" and "K=None" in r2.error
 
 
+def test_the_frozen_counter_copies_carry_no_number_a_candidate_could_have_moved(tmp_path):
+    """The fork server shows candidates copies of the host-wide running counters, made at its start. Copies of
+    the values then carried whatever a candidate had set them to before a fork server started (a new pool, or a
+    restart): attack p03's mark on the THP fault counter, left by the attack suite's main batch, reached the
+    witness evaluated alone in a pool started 6 s later. Every count in the copies is now 0, in the format
+    readers expect (names such as cpu0 or dma32 kept); the THP folder's settings, which only the host's root
+    can change, stay as they are."""
+    from drk.gym.sandbox import zygote
+
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "stat").write_text("cpu  1234 0 567\ncpu12 12 3\nintr 99 0 1\nbtime 1700000000\n")
+    (host / "loadavg").write_text("0.52 0.58 0.59 1/345 12345\n")
+    (host / "vmstat").write_text("pgscan_kswapd_dma32 77\nthp_fault_alloc 27\n")
+    thp = host / "thp"
+    (thp / "hugepages-2048kB" / "stats").mkdir(parents=True)
+    (thp / "khugepaged").mkdir()
+    (thp / "enabled").write_text("always [madvise] never\n")
+    (thp / "hpage_pmd_size").write_text("2097152\n")
+    (thp / "hugepages-2048kB" / "stats" / "anon_fault_alloc").write_text("27\n")
+    (thp / "khugepaged" / "pages_to_scan").write_text("4096\n")
+    (thp / "khugepaged" / "pages_collapsed").write_text("5\n")
+    copies = zygote.freeze_counters(str(tmp_path / "frozen"), counters=[str(host / n) for n in ("stat", "loadavg", "vmstat")],
+                                    trees=[str(thp)])
+    read = {Path(k).name: Path(v).read_text() for k, v in copies.items() if Path(v).is_file()}
+    assert read["stat"] == "cpu  0 0 0\ncpu12 0 0\nintr 0 0 0\nbtime 0\n"
+    assert read["loadavg"] == "0.0 0.0 0.0 0/0 0\n"
+    assert read["vmstat"] == "pgscan_kswapd_dma32 0\nthp_fault_alloc 0\n"
+    tree = Path(copies[str(thp)])
+    assert (tree / "enabled").read_text() == "always [madvise] never\n"
+    assert (tree / "hpage_pmd_size").read_text() == "2097152\n"
+    assert (tree / "khugepaged" / "pages_to_scan").read_text() == "4096\n"
+    assert (tree / "hugepages-2048kB" / "stats" / "anon_fault_alloc").read_text() == "0\n"
+    assert (tree / "khugepaged" / "pages_collapsed").read_text() == "0\n"
+
+
 def test_with_the_static_rules_off_the_sandbox_and_the_evidence_judge_alone(tmp_path, monkeypatch):
     """DRK_STATIC_RULES=off, an operator's switch for red-team runs (never a request option): the static
     layer's rejections are skipped, so a suite shows what the OS sandbox and the judge's evidence catch

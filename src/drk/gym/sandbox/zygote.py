@@ -25,6 +25,7 @@ import errno
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -99,32 +100,43 @@ def _mount_flags(point: str) -> int:
     return sum(ms for st, ms in _ST_TO_MS.items() if have & st)
 
 
-def freeze_counters(folder: str) -> dict[str, str]:
+# a count in a counter file: a run of digits that is not part of a name (cpu0, dma32, avg10)
+_COUNT = re.compile(rb"(?<![A-Za-z0-9_])[0-9]+")
+# the files of the THP folder that hold settings (only the host's root changes them): copied as they are;
+# every other file there is a count (stats/*, khugepaged's pages_collapsed and full_scans, and any a later kernel adds)
+THP_SETTINGS = frozenset({"enabled", "defrag", "use_zero_page", "hpage_pmd_size", "shmem_enabled", "max_ptes_none",
+                          "max_ptes_swap", "max_ptes_shared", "pages_to_scan", "scan_sleep_millisecs",
+                          "alloc_sleep_millisecs"})
+
+
+def freeze_counters(folder: str, counters=FROZEN_COUNTERS, trees=FROZEN_TREES) -> dict[str, str]:
     """Copies, made once by the fork server, of the files that show host-wide running counters
-    (`FROZEN_COUNTERS`): {the file: its copy}. A candidate can move such a counter by a chosen amount (threads
-    started, pages locked, interrupts caused) and the next one read it back: a channel between candidates
-    that no namespace separates (attacks n03, n06). Each candidate sees the copies in their place
-    (`own_proc`): the same numbers for every candidate of the slot, in the format readers expect."""
+    (`FROZEN_COUNTERS`, `FROZEN_TREES`): {the file or folder: its copy}. A candidate can move such a counter by
+    a chosen amount (threads started, pages locked, interrupts caused, huge pages faulted) and the next one read
+    it back: a channel between candidates that no namespace separates (attacks n03, n06, p03). Each candidate
+    sees the copies in their place (`own_proc`), in the format readers expect, with every count 0: a copy of
+    the values would carry whatever a candidate had set them to before this fork server started (a new pool,
+    a restart) to every candidate after."""
     os.makedirs(folder, mode=0o755, exist_ok=True)
     out = {}
 
-    def copy_file(target: str, copy: str) -> bool:
+    def copy_file(target: str, copy: str, counts: bool = True) -> bool:
         try:
             with open(target, "rb") as f:
                 data = f.read(1 << 20)
         except OSError:
             return False
         with open(copy, "wb") as f:
-            f.write(data)
+            f.write(_COUNT.sub(b"0", data) if counts else data)
         os.chmod(copy, 0o444)
         return True
 
-    targets = [t for pattern in FROZEN_COUNTERS for t in sorted(glob.glob(pattern))]
+    targets = [t for pattern in counters for t in sorted(glob.glob(pattern))]
     for i, target in enumerate(targets):
         copy = os.path.join(folder, f"{i}-{os.path.basename(target)}")
         if copy_file(target, copy):
             out[target] = copy
-    for i, tree in enumerate(FROZEN_TREES):  # (THP's counters: anon_fault_alloc moved by MADV_HUGEPAGE, p03)
+    for i, tree in enumerate(trees):  # (THP's counters: anon_fault_alloc moved by MADV_HUGEPAGE, p03)
         if not os.path.isdir(tree):
             continue
         top = os.path.join(folder, f"tree{i}")
@@ -132,7 +144,7 @@ def freeze_counters(folder: str) -> dict[str, str]:
             here = os.path.join(top, os.path.relpath(dirpath, tree))
             os.makedirs(here, mode=0o755, exist_ok=True)
             for name in filenames:
-                copy_file(os.path.join(dirpath, name), os.path.join(here, name))
+                copy_file(os.path.join(dirpath, name), os.path.join(here, name), counts=name not in THP_SETTINGS)
         out[tree] = top
     return out
 
