@@ -65,7 +65,7 @@ def test_the_near_probe_moves_a_share_of_the_items_within_a_trials_range_and_shr
 def test_the_item_offset_probe_gives_every_item_a_large_offset_of_its_own():
     """One offset for all let a softmax that subtracts a global maximum pass (attack p05) and told the probe
     apart ("every row has the same large mean", p06): each item along the first dimension gets its own, 500-1000
-    standard deviations either way, its spread kept; the common-offset probe stays as it was."""
+    standard deviations either way, its spread kept; without a seed one offset for all, 1000 standard deviations."""
     import torch
 
     from drk.gym.judge.checks import TrialChecks
@@ -80,6 +80,66 @@ def test_the_item_offset_probe_gives_every_item_a_large_offset_of_its_own():
     assert len({round(float(v), 3) for v in shifts}) == 32  # all different
     common = TrialChecks._offset([x])[0] - x
     assert torch.allclose(common, torch.full_like(x, 1000 * spread))
+
+
+def test_the_offset_probe_gives_every_feature_a_large_positive_offset_of_its_own():
+    """One offset for all left statistics per feature taken around one global centre exact (attack t01: a
+    column standardisation that subtracts the whole input's mean, then E[v^2]-E[v]^2 per column): every index
+    along the second dimension gets its own, 200-2000 standard deviations, all positive (a log or a root of the
+    shifted input stays defined), its spread kept; a tensor of one dimension or one feature gets 1000."""
+    import torch
+
+    from drk.gym.judge.checks import TrialChecks
+
+    x = torch.randn(32, 48, 5, dtype=torch.float64)
+    spread = float(x.std())
+    moved = TrialChecks._offset([x], seed=3, along=1)[0]
+    shifts = (moved - x).mean(dim=(0, 2))
+    assert torch.allclose(moved - x, shifts[None, :, None].expand_as(x))  # one offset per feature, spread kept
+    assert bool(((shifts >= 200 * spread - 1e-6) & (shifts <= 2000 * spread + 1e-6)).all())
+    assert float(shifts.max() - shifts.min()) > 1200 * spread  # features far apart, not one level
+    assert len({round(float(v), 3) for v in shifts}) == 48
+    assert not torch.equal(TrialChecks._offset([x], seed=4, along=1)[0], moved)  # drawn per probe
+    for one in (torch.randn(64, dtype=torch.float64), torch.randn(64, 1, 3, dtype=torch.float64)):
+        assert torch.allclose(TrialChecks._offset([one], seed=3, along=1)[0] - one,
+                              torch.full_like(one, 1000 * float(one.std())))
+
+
+def test_the_offset_probe_catches_column_statistics_around_one_global_centre():
+    """Attack t01 (data/queries/015's columns standardised around one global centre) was exact on every probe.
+    On every draw of the feature offsets it now misses the float64 reference somewhere, while the task's own
+    float32 computation stays within an eighth of the tolerance (the probe's evidence rule) and a kernel with a
+    centre per column passes."""
+    import torch
+
+    from drk.gym.judge.checks import TrialChecks
+
+    def reference(x, eps=1e-5):
+        return (x - x.mean(0, keepdim=True)) / (x.std(0, keepdim=True, unbiased=False) + eps)
+
+    def global_centre(x, eps=1e-5):  # t01's moments around the input's mean at their most accurate: sums exact,
+        # each moment rounded to float32 once (t01's own running float32 sums lose far more)
+        g = x.double().mean().float()
+        v = (x - g).double()
+        m1, m2 = v.mean(0, keepdim=True).float(), (v * v).mean(0, keepdim=True).float()
+        return (x - (m1 + g)) / (torch.clamp(m2 - m1 * m1, min=0.0).sqrt() + eps)
+
+    def per_column(x, eps=1e-5):  # a centre per column, two passes
+        mean = x.mean(0, keepdim=True)
+        return (x - mean) / ((x - mean).pow(2).mean(0, keepdim=True).sqrt() + eps)
+
+    def misses(out, ref, tol):
+        return int((~((out.double() - ref).abs() <= tol + tol * ref.abs())).sum())
+
+    torch.manual_seed(0)
+    x = torch.rand(2048, 512) * 4.0 - 1.0
+    assert misses(global_centre(x), reference(x.double()), 1e-2) == 0  # exact enough on a trial's input
+    for s in range(20):
+        m = TrialChecks._offset([x], seed=s, along=1)[0]
+        ref64 = reference(m.double())
+        assert misses(reference(m), ref64, 1e-2 / 8) == 0, s
+        assert misses(per_column(m), ref64, 1e-2) == 0, s
+        assert misses(global_centre(m), ref64, 1e-2) > 0, s
 
 
 

@@ -45,7 +45,8 @@ class CandidateLink(Protocol):
 # The probes whose inputs move away from where get_inputs() draws them, judged against a float64 reference
 # (`_as_accurate_as_reference`), and how a failure on each describes its inputs
 SHIFTED_PROBES = {
-    "offset": "shifted by a large constant (values far from zero with the same spread)",
+    "offset": "with each feature (second dimension) shifted by a large positive offset of its own (values far "
+              "from zero with the same spread)",
     "offset_items": "with each item shifted by a large offset of its own (values far from zero with the same spread)",
     "near": "with some items moved to a nearby mean and their spread shrunk three hundred- to a thousandfold",
     "near_all": "moved together to a nearby mean away from zero, their spread shrunk three hundred- to three thousandfold",
@@ -544,7 +545,7 @@ class TrialChecks:
         if what == "wide":
             return self._widened(inputs, seed)
         if what == "offset":
-            return self._offset(inputs)
+            return self._offset(inputs, seed, along=1)
         if what == "offset_items":
             return self._offset(inputs, seed)
         if what == "near":
@@ -556,26 +557,39 @@ class TrialChecks:
         return inputs
 
     @staticmethod
-    def _offset(inputs: list, seed: int | None = None) -> list | None:
-        """The task's inputs shifted far from zero: every float32/float64 input x becomes x + 1000 * std(x),
-        the same spread around a large mean. The reference's own algorithms (two-pass or Welford statistics,
+    def _offset(inputs: list, seed: int | None = None, along: int = 0) -> list | None:
+        """The task's inputs shifted far from zero, every float32/float64 input x by hundreds of std(x), the
+        same spread around large means. The reference's own algorithms (two-pass or Welford statistics,
         max-subtracted softmax) are accurate there; one-pass variance, unshifted exp and other cancellation-
         prone shortcuts are not, though they pass every input drawn near zero. Half-precision inputs are left
-        alone (a shift of 1000 std quantises them to a few values). None when no input is shifted.
+        alone (such a shift quantises them to a few values). None when no input is shifted.
 
-        With `seed` (the "offset_items" probe), every item along the first dimension (the whole tensor when it
-        has one item) gets an offset of its own instead, 500 to 1000 times std(x), either sign: with one offset
-        for all, a softmax that subtracts one global maximum instead of each row's passed (attack p05), and
-        "every row has the same large mean" told the probe from every other input (p06). The common offset
-        stays too, since a statistic taken across items (column standardisation, attack e03) needs it."""
+        Without `seed`: one offset for all, 1000 std. With `seed`, an offset of its own for every index along
+        dimension `along`:
+        - `along=0` (the "offset_items" probe): every item along the first dimension (the whole tensor when it
+          has one item), 500 to 1000 std either sign. With one offset for all, a softmax that subtracts one
+          global maximum instead of each row's passed (attack p05), and "every row has the same large mean"
+          told the probe from every other input (p06).
+        - `along=1` (the "offset" probe): every feature (the second dimension: a matrix's column, an image's
+          channel), 200 to 2000 std, all positive, so the values stay far from zero on the side where a
+          log or a root is defined; a tensor of one dimension or one feature gets 1000 std. Statistics per
+          feature need a centre of their own: around one global centre, features hundreds of std apart
+          cancel as badly as uncentred ones (attack t01; e03 uncentred), and a maximum taken over all of them
+          underflows every feature but the largest. The range is wide enough that one-pass moments around the
+          global centre miss even with exact sums, and narrow enough that the task's own float32 statistics
+          stay within an eighth of the tolerance of float64 (`_as_accurate_as_reference`)."""
         g = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
         out, shifted = [], False
         for t in inputs:
             if isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64) and t.numel() > 1:
                 spread = float(t.std())  # in the input's own precision: a float64 copy of GBs buys nothing here
                 if math.isfinite(spread) and spread > 0.0:
-                    if g is None:
+                    if g is None or (along == 1 and (t.dim() < 2 or t.shape[1] < 2)):
                         out.append(t + 1000.0 * spread)
+                    elif along == 1:
+                        u = torch.rand(t.shape[1], generator=g, dtype=torch.float64)
+                        shift = (200.0 + 1800.0 * u) * spread
+                        out.append(t + shift.to(t).reshape([1, -1] + [1] * (t.dim() - 2)))
                     else:
                         items = _items(t)
                         u = torch.rand(items.shape[0], 2, generator=g, dtype=torch.float64)
