@@ -88,6 +88,9 @@ def test_the_frozen_counter_copies_carry_no_number_a_candidate_could_have_moved(
     assert (tree / "khugepaged" / "pages_to_scan").read_text() == "4096\n"
     assert (tree / "hugepages-2048kB" / "stats" / "anon_fault_alloc").read_text() == "0\n"
     assert (tree / "khugepaged" / "pages_collapsed").read_text() == "0\n"
+    # a later fork server of the slot (a restart) makes them again over its predecessor's read-only copies
+    again = zygote.freeze_counters(str(tmp_path / "frozen"), counters=[str(host / "stat")], trees=[])
+    assert Path(again[str(host / "stat")]).read_text() == read["stat"]
 
 
 def test_with_the_static_rules_off_the_sandbox_and_the_evidence_judge_alone(tmp_path, monkeypatch):

@@ -74,8 +74,14 @@ class ForkServer:
                 "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0",
                 "--platform-key", judge_platform_key()]
         if self.iso.sandboxed:
+            counters, hidden = {}, ()
+            if self.iso.mode == isolation.USERNS:
+                # Candidates share the sandbox's /proc here (as root each gets a /proc of its own, and the fork
+                # server shows its copies there: zygote.own_proc), so the sandbox shows the copies itself
+                counters = zygote.freeze_counters(os.path.join(self.slot_dir, "frozen"))
+                hidden = zygote.HIDDEN_TREES
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache] + self.module_folders()[1:],
-                                        accounts=self.accounts) + argv
+                                        accounts=self.accounts, counters=counters, hidden_trees=hidden) + argv
         log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
         self.proc = subprocess.Popen(argv, env=self.env, pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -21,7 +21,9 @@ boundary is drawn by the kernel, not by Python. Each evaluation slot runs one fo
   a uid on the host, so two evaluators sharing a uid would let one's candidate starve the other's;
 - mode `userns` (an ordinary user, unprivileged user namespaces on): the same view inside a user
   namespace; the candidate keeps the user's uid *inside* the sandbox, and after each evaluation the fork
-  server kills every other process in the sandbox's PID namespace and wipes /tmp.
+  server kills every other process in the sandbox's PID namespace and wipes /tmp. The candidates share the
+  sandbox's /proc, so the sandbox itself shows zeroed copies of the host's running counters there (as root
+  each candidate's own /proc gets them: `zygote.own_proc`).
 
 Where neither works, `detect` refuses. The user's explicit switch (`allow_unsafe`, CLI
 `--unsafe-no-sandbox`) turns isolation off, and every result then records `sandbox: none`.
@@ -221,10 +223,18 @@ def fake_accounts(folder: str, uids: list[int]) -> str:
 
 
 def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] = (),
-               accounts: str | None = None) -> list[str]:
-    """The bubblewrap prefix for one slot's fork server (`accounts`: a folder from `fake_accounts`)."""
+               accounts: str | None = None, counters: dict[str, str] | None = None,
+               hidden_trees: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap prefix for one slot's fork server (`accounts`: a folder from `fake_accounts`; `counters`:
+    {a host file or folder of running counters: the copy shown in its place}, `zygote.freeze_counters`;
+    `hidden_trees`: folders shown empty)."""
     a = [iso.bwrap, "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--unshare-cgroup-try",
          "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    for target, copy in (counters or {}).items():  # over the /proc just mounted and the host's /sys
+        a += ["--ro-bind", copy, target]
+    for tree in hidden_trees:
+        if os.path.isdir(tree):
+            a += ["--tmpfs", tree, "--remount-ro", tree]
     if iso.mode == USERNS:
         a += ["--unshare-user"]
     else:  # root: keep only what dropping to a candidate uid and killing its processes need

@@ -126,6 +126,10 @@ def freeze_counters(folder: str, counters=FROZEN_COUNTERS, trees=FROZEN_TREES) -
                 data = f.read(1 << 20)
         except OSError:
             return False
+        try:  # a copy left by an earlier fork server of the slot is read-only: a new file takes its place
+            os.unlink(copy)
+        except FileNotFoundError:
+            pass
         with open(copy, "wb") as f:
             f.write(_COUNT.sub(b"0", data) if counts else data)
         os.chmod(copy, 0o444)
