@@ -385,11 +385,9 @@ if os.geteuid() != 0:  # a pid namespace per candidate needs the evaluator to ru
         "open without root: the candidates of a slot share its pid namespace, so the pid a candidate gets tells "
         "how many its predecessor used (about a byte per candidate)")
     # a tmpfs of each candidate's own needs its own mount namespace (zygote.own_tmp); the running counters' zeroed
-    # copies need none: without root the sandbox shows them itself (forkserver.ForkServer.launch)
+    # copies and bounded tmpfs need none: without root the sandbox makes them itself (forkserver.ForkServer.launch)
     KNOWN_GAPS["n01_tmpfs_inode_counter_channel.py"] = (
         "open without root: the candidates of a slot share its /tmp, whose inode counter carries a byte")
-    KNOWN_GAPS["n05_tmpfs_memory_outside_rss.py"] = (
-        "open without root: the slot's /tmp is bounded only by the host's tmpfs default (half its memory)")
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[p.name]))

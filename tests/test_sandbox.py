@@ -93,6 +93,30 @@ def test_the_frozen_counter_copies_carry_no_number_a_candidate_could_have_moved(
     assert Path(again[str(host / "stat")]).read_text() == read["stat"]
 
 
+def test_without_root_the_sandbox_itself_shows_the_counter_copies_and_bounds_its_tmpfs():
+    """As an ordinary user (user namespaces) the candidates of a slot share the sandbox's /proc and tmpfs, so
+    bubblewrap puts the zeroed counter copies over /proc's and /sys's files, hides the cgroup tree, and gives
+    /tmp, /dev/shm and every hidden folder a size (attacks n03, n05, n06, p02, p03 checked so as an unprivileged
+    user; CI runs as root, where each candidate gets its own /proc and tmpfs). The argv alone here: the order
+    matters, since bubblewrap mounts in argument order (a copy bound before /proc is mounted would be hidden)."""
+    from drk.gym.sandbox import isolation
+
+    iso = isolation.Isolation(isolation.USERNS, "/usr/bin/bwrap")
+    argv = isolation.bwrap_argv(iso, counters={"/proc/stat": "/slot/frozen/0-stat"}, hidden_trees=("/sys",),
+                                tmpfs_mb={"/tmp": 100, "/dev/shm": 10})
+    pairs = list(zip(argv, argv[1:]))
+    at = argv.index("/proc/stat")
+    assert argv[at - 2:at + 1] == ["--ro-bind", "/slot/frozen/0-stat", "/proc/stat"] and at > argv.index("--proc")
+    assert ("--tmpfs", "/sys") in pairs and ("--remount-ro", "/sys") in pairs
+    t = argv.index("/tmp", argv.index("--tmpfs"))
+    assert argv[t - 3:t + 1] == ["--size", str(100 << 20), "--tmpfs", "/tmp"]
+    s = argv.index("/dev/shm")
+    assert argv[s - 5:s + 1] == ["--perms", "1777", "--size", str(10 << 20), "--tmpfs", "/dev/shm"]
+    assert all(argv[i - 2] == "--size" for i, a in enumerate(argv) if a == "--tmpfs" and argv[i + 1] in
+               isolation.hidden_roots())
+    assert "--size" not in isolation.bwrap_argv(iso)  # as root the candidates' own tmpfs are bounded instead
+
+
 def test_with_the_static_rules_off_the_sandbox_and_the_evidence_judge_alone(tmp_path, monkeypatch):
     """DRK_STATIC_RULES=off, an operator's switch for red-team runs (never a request option): the static
     layer's rejections are skipped, so a suite shows what the OS sandbox and the judge's evidence catch

@@ -30,8 +30,9 @@ class ForkServerGone(RuntimeError):
 
 class ForkServer:
     def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
-                 env: dict[str, str], exec_guard: bool = False) -> None:
+                 env: dict[str, str], exec_guard: bool = False, limits: dict | None = None) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
+        self.limits = limits or {}  # the candidates' (tmp_mb, shm_mb: their tmpfs sizes)
         self.exec_guard = exec_guard
         # CUDA under the exec guard: Triton's launchers are built by the judge into a folder candidates see
         # read-only (drk.gym.judge.launchers); None where candidates build nothing native (CPU) or may (no guard)
@@ -74,14 +75,17 @@ class ForkServer:
                 "--exec-guard", "1" if self.iso.sandboxed and self.exec_guard else "0",
                 "--platform-key", judge_platform_key()]
         if self.iso.sandboxed:
-            counters, hidden = {}, ()
+            counters, hidden, sizes = {}, (), None
             if self.iso.mode == isolation.USERNS:
-                # Candidates share the sandbox's /proc here (as root each gets a /proc of its own, and the fork
-                # server shows its copies there: zygote.own_proc), so the sandbox shows the copies itself
+                # Candidates share the sandbox's /proc and tmpfs here (as root each gets a /proc and bounded tmpfs
+                # of its own: zygote.own_proc, zygote.own_tmp), so the sandbox shows the counters' copies itself
+                # and bounds its tmpfs to a candidate's sizes
                 counters = zygote.freeze_counters(os.path.join(self.slot_dir, "frozen"))
                 hidden = zygote.HIDDEN_TREES
+                sizes = {"/tmp": int(self.limits.get("tmp_mb", 1024)), "/dev/shm": int(self.limits.get("shm_mb", 256))}
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache] + self.module_folders()[1:],
-                                        accounts=self.accounts, counters=counters, hidden_trees=hidden) + argv
+                                        accounts=self.accounts, counters=counters, hidden_trees=hidden,
+                                        tmpfs_mb=sizes) + argv
         log = open(os.path.join(self.slot_dir, "zygote.log"), "ab")
         self.proc = subprocess.Popen(argv, env=self.env, pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 ROOT, USERNS, NONE = "root", "userns", "none"
 HIDDEN = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+HIDDEN_TMPFS_MB = 64  # a hidden folder's tmpfs where the sandbox bounds them (`bwrap_argv`'s tmpfs_mb)
 # Top-level folders the sandbox shows as they are: the system's programs and libraries. Every other one
 # (the user's projects, data, mounts, /opt, /var, ...) is an empty tmpfs, so a candidate cannot read a
 # repository's solutions or any other world-readable file; what the interpreter needs is bound back.
@@ -224,10 +225,14 @@ def fake_accounts(folder: str, uids: list[int]) -> str:
 
 def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] = (),
                accounts: str | None = None, counters: dict[str, str] | None = None,
-               hidden_trees: tuple[str, ...] = ()) -> list[str]:
+               hidden_trees: tuple[str, ...] = (), tmpfs_mb: dict[str, int] | None = None) -> list[str]:
     """The bubblewrap prefix for one slot's fork server (`accounts`: a folder from `fake_accounts`; `counters`:
     {a host file or folder of running counters: the copy shown in its place}, `zygote.freeze_counters`;
-    `hidden_trees`: folders shown empty)."""
+    `hidden_trees`: folders shown empty). With `tmpfs_mb` ({"/tmp": MiB, "/dev/shm": MiB}) every tmpfs the
+    sandbox makes is bounded: /tmp and /var/tmp and /dev/shm by those sizes, the other hidden folders by
+    `HIDDEN_TMPFS_MB`. Without it they take the kernel's default, half the host's memory, and pages written
+    there are charged to no process (attack n05): as root each candidate gets bounded tmpfs of its own
+    instead (`zygote.own_tmp`)."""
     a = [iso.bwrap, "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid", "--unshare-cgroup-try",
          "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     for target, copy in (counters or {}).items():  # over the /proc just mounted and the host's /sys
@@ -246,7 +251,11 @@ def bwrap_argv(iso: Isolation, *, binds_ro: list[str] = (), binds_rw: list[str] 
     hidden = hidden_roots()
     for h in hidden + ("/etc",):
         if os.path.isdir(h):
+            if tmpfs_mb is not None:
+                a += ["--size", str(int(tmpfs_mb["/tmp"] if h in ("/tmp", "/var/tmp") else HIDDEN_TMPFS_MB) << 20)]
             a += ["--tmpfs", h]
+    if tmpfs_mb is not None:  # bwrap's /dev has a /dev/shm of the kernel's default size
+        a += ["--perms", "1777", "--size", str(int(tmpfs_mb["/dev/shm"]) << 20), "--tmpfs", "/dev/shm"]
     for name in ETC_KEEP:
         if os.path.exists(f"/etc/{name}"):
             a += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
