@@ -117,6 +117,41 @@ def test_without_root_the_sandbox_itself_shows_the_counter_copies_and_bounds_its
     assert "--size" not in isolation.bwrap_argv(iso)  # as root the candidates' own tmpfs are bounded instead
 
 
+def test_a_folder_its_owner_made_unreadable_is_removed_without_root_too():
+    """Attack i04 leaves a folder of mode 000 holding a file. As root the fork server's clean-up removes it
+    anyway; without root (user namespaces, the fork server and the candidate share a uid) rm could not enter it
+    and the next candidate found it. The clean-up as an unprivileged owner (here: a forked child dropped to
+    nobody when the test runs as root) removes it."""
+    from drk.gym.sandbox import zygote
+
+    nobody = 65534
+    top = tempfile.mkdtemp(prefix="drk-test-rm-", dir="/tmp")
+    try:
+        if os.geteuid() == 0:
+            os.chown(top, nobody, nobody)
+        pid = os.fork()
+        if pid == 0:  # the child: drop to nobody (as root), make the tree, clean it up, report by exit status
+            code = 2
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(nobody)
+                    os.setuid(nobody)
+                locked = Path(top) / "cand" / "deep" / "locked"
+                locked.mkdir(parents=True)
+                (locked / "f").write_text("x")
+                locked.chmod(0)
+                (Path(top) / "cand" / "deep").chmod(0)
+                zygote.remove_trees([os.path.join(top, "cand")])
+                code = 1 if os.path.lexists(os.path.join(top, "cand")) else 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the unreadable folder was left behind"
+    finally:
+        subprocess.run(["rm", "-rf", top], check=False)
+
+
 def test_with_the_static_rules_off_the_sandbox_and_the_evidence_judge_alone(tmp_path, monkeypatch):
     """DRK_STATIC_RULES=off, an operator's switch for red-team runs (never a request option): the static
     layer's rejections are skipped, so a suite shows what the OS sandbox and the judge's evidence catch

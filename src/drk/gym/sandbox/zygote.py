@@ -339,7 +339,16 @@ def remove_trees(paths: list[str]) -> None:
         return
     import subprocess
 
-    rm = shutil.which("rm")
+    rm, chmod = shutil.which("rm"), shutil.which("chmod")
+    if chmod and os.geteuid() != 0:
+        # Without root (user namespaces) a folder its owner made unreadable (mode 000, attack i04) stops rm, which
+        # the owner's capabilities do not override as root's do: every folder opened to its owner first (GNU
+        # chmod -R changes a folder before it reads it, and follows no link)
+        try:
+            subprocess.run([chmod, "-R", "u+rwx", "--", *paths], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120, check=False)
+        except (OSError, subprocess.SubprocessError):
+            pass
     if rm:
         try:
             subprocess.run([rm, "-rf", "--one-file-system", "--", *paths], stdin=subprocess.DEVNULL,
