@@ -251,7 +251,7 @@ class Judge:
         self.limits = {"file_mb": 512, "nproc": 4096, "tmp_mb": CANDIDATE_TMP_MB, "shm_mb": CANDIDATE_SHM_MB,
                        "address_space_gb": None if self.cuda else CPU_ADDRESS_SPACE_GB}
         self.fork = ForkServer(iso, device, slot_dir, base_cache, slot_index, candidate_env(env, **overrides),
-                               exec_guard=isolation.exec_guard_wanted(device), limits=self.limits)
+                               self.limits, exec_guard=isolation.exec_guard_wanted(device))
         # The fork server's start (importing torch and Triton in the sandbox, seconds) runs beside the judge's
         # own set-up below. It reads nothing of the base cache until its first candidate, which copies it (the
         # folder is bound, not copied, into the sandbox): the warm-up fills it before any spawn.

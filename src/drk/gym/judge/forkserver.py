@@ -30,9 +30,9 @@ class ForkServerGone(RuntimeError):
 
 class ForkServer:
     def __init__(self, iso: Isolation, device: str, slot_dir: str, base_cache: str, slot_index: int,
-                 env: dict[str, str], exec_guard: bool = False, limits: dict | None = None) -> None:
+                 env: dict[str, str], limits: dict, exec_guard: bool = False) -> None:
         self.iso, self.device, self.slot_dir, self.base_cache = iso, device, slot_dir, base_cache
-        self.limits = limits or {}  # the candidates' (tmp_mb, shm_mb: their tmpfs sizes)
+        self.limits = limits  # the candidates' (tmp_mb, shm_mb: their tmpfs sizes)
         self.exec_guard = exec_guard
         # CUDA under the exec guard: Triton's launchers are built by the judge into a folder candidates see
         # read-only (drk.gym.judge.launchers); None where candidates build nothing native (CPU) or may (no guard)
@@ -82,7 +82,7 @@ class ForkServer:
                 # and bounds its tmpfs to a candidate's sizes
                 counters = zygote.freeze_counters(os.path.join(self.slot_dir, "frozen"))
                 hidden = zygote.HIDDEN_TREES
-                sizes = {"/tmp": int(self.limits.get("tmp_mb", 1024)), "/dev/shm": int(self.limits.get("shm_mb", 256))}
+                sizes = {"/tmp": int(self.limits["tmp_mb"]), "/dev/shm": int(self.limits["shm_mb"])}
             argv = isolation.bwrap_argv(self.iso, binds_ro=[self.base_cache] + self.module_folders()[1:],
                                         accounts=self.accounts, counters=counters, hidden_trees=hidden,
                                         tmpfs_mb=sizes) + argv
