@@ -369,8 +369,6 @@ KNOWN_GAPS = {
     "(`scaled_shapes` in the result), under the block the kernel caps itself at; a GPU evaluates the task's own "
     "shapes, where the unwritten columns are wrong (bench/attacks_gpu.py runs it there)",
     # round 11 (black box, CPU, 2026-12-07; docs/hack-defences.md)
-    "t03_batchnorm_eval_mode_zeros.py": "open: the reference depends on the mode, so an eval-mode mismatch is the flag "
-    "`eval_mode_mismatch` only (issue 14 asks eval-mode checks where the reference does not depend on the mode)",
     "t04_right_for_the_first_sixteen_calls.py": "open on CPU: it checks about 14 calls and times none; on a GPU the "
     "caching probe after the timed calls checks one more (bench/attacks_gpu.py runs it there)",
     "m12_numeric_settings_only_inside_forward.py": "open on CPU: the pinned numeric settings are compared before and "

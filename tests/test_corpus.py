@@ -108,3 +108,29 @@ def test_the_ablation_probe_leaves_no_running_statistics_behind(cpu_pool):
                                                             input_seed=s), solution=str(s)) for s in (11, 12, 14)]
     for r in cpu_pool.evaluate_batch(reqs):
         assert r.verdict == "ok" and "eval_mode_mismatch" not in r.flags, (r.solution, r.verdict, r.flags, r.error)
+
+
+EVAL_MODE_SEEDS = (2, 5, 6, 11, 12, 14)
+
+
+def test_an_eval_mode_check_is_never_vacuous(cpu_pool):
+    """BatchNorm's eval mode reads the running statistics that train-mode calls update. A probe's shifted
+    inputs (200-2000 standard deviations up) in a running mean left the reference's eval-mode output all zero
+    after its ReLU, so a kernel returning zeros in eval mode (attack t03) passed on the seeds whose plan put
+    an eval-mode trial after such a probe (2 and 5 of these). A probe's call leaves no buffer update behind,
+    on either side; the kernel that is right in both modes and the one that ignores the mode stay `ok`."""
+    task = task_from_file(ROOT / "tests" / "corpus" / "tasks" / "batchnorm_relu.py")
+    files = {"t03": ROOT / "tests" / "attacks" / "t03_batchnorm_eval_mode_zeros.py",
+             "both_modes": ROOT / "tests" / "corpus" / "ok_batchnorm_stats_in_triton.py",
+             "ignores_mode": ROOT / "tests" / "corpus" / "ok_batchnorm_batch_stats_in_every_mode.py"}
+    reqs = [EvalRequest(task, p.read_text(), EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=120,
+                                                         input_seed=s), solution=f"{name}@{s}")
+            for name, p in files.items() for s in EVAL_MODE_SEEDS]
+    got = {r.solution: r for r in cpu_pool.evaluate_batch(reqs)}
+    for s in EVAL_MODE_SEEDS:
+        r = got[f"t03@{s}"]
+        assert r.verdict == "incorrect" and "eval mode" in r.error, (s, r.verdict, r.flags, r.error)
+        r = got[f"both_modes@{s}"]
+        assert r.verdict == "ok" and "eval_mode_mismatch" not in r.flags, (s, r.verdict, r.flags, r.error)
+        r = got[f"ignores_mode@{s}"]
+        assert r.verdict == "ok" and "eval_mode_mismatch" in r.flags, (s, r.verdict, r.flags, r.error)

@@ -3,12 +3,15 @@ the output-caching probe, profiling and coverage. Each step writes into the `Eva
 
 Mode cycling: trial k runs in MODES[k % 4] (train/eval x grad/no-grad, trial 0 = KernelBench's train +
 grad). A mismatch in a train-mode trial is `incorrect`; in an eval-mode trial it is `incorrect` too when the
-reference itself gives the same outputs in both modes, else the flag `eval_mode_mismatch` only (tasks with
-BatchNorm/Dropout differ between modes, and the Dr. Kernel protocol checks train mode). Triton must launch
-in every mode, or the verdict is `no_triton`.
+reference itself gives the same outputs in both modes. Where the reference depends on the mode (BatchNorm,
+Dropout), an eval-mode output that matches the reference's train-mode computation on the same inputs (a
+kernel that ignores the mode, as KernelBench solutions may: KernelBench and the Dr. Kernel protocol check
+train mode) gets the flag `eval_mode_mismatch` only; one that matches neither mode is `incorrect`. Triton
+must launch in every mode, or the verdict is `no_triton`.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -86,6 +89,9 @@ def fresh_copy(task: PreparedTask) -> torch.nn.Module:
 # train/eval x grad/no-grad; trial k uses MODES[k % 4]; trial 0 is KernelBench's default (train, grad).
 MODES = [(True, True), (True, False), (False, False), (False, True)]
 EVAL_MODE_MISMATCH = "eval_mode_mismatch"
+# Modules that draw random numbers in train mode only: the train-mode reading an eval-mode output may match
+# is computed with them as in eval mode too (no candidate can match another process's draws)
+STOCHASTIC_MODULES = (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)
 CACHE_PROBE_SEED = 7919
 SWAPPED_VALUES = 16  # positions per floating input the second caching call changes
 _rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
@@ -298,7 +304,8 @@ class TrialChecks:
 
     # ---- running the candidate ---------------------------------------------------------------------
     def run_candidate(self, inputs: list, refs: list[torch.Tensor], *, train: bool, grad: bool, key: str = "",
-                      skip_triton: bool = False, refresh: list | None = None) -> tuple[dict, list, bool]:
+                      skip_triton: bool = False, refresh: list | None = None,
+                      keep_buffers: bool = False) -> tuple[dict, list, bool]:
         """One candidate forward. Returns (reply, outputs, whether it changed its inputs in place).
 
         The candidate process gets its own copy of `inputs` (bytes in the judge's sealed memory file,
@@ -310,10 +317,12 @@ class TrialChecks:
         rests on it). Never the inputs themselves sent back (docs/measurements/evaluator-isolation.md: what the
         transfers cost); a reply without the answer counts as a change.
         With `key`, the runner keeps its copy for timing and the probes; `refresh` overwrites the kept one
-        in place (same addresses, new values)."""
+        in place (same addresses, new values). `keep_buffers`: the candidate process puts its model's buffers
+        (BatchNorm's running statistics) back after the call, as the judge does for its reference (a probe's)."""
         header = {"op": "forward", "key": key, "train": train, "grad": grad, "poison": True,
                   "fresh_model": self.task.stateful,
-                  "skip_triton": skip_triton, "poison_bytes": nbytes(refs) if self.cuda else 0,
+                  "skip_triton": skip_triton, "keep_buffers": keep_buffers,
+                  "poison_bytes": nbytes(refs) if self.cuda else 0,
                   "inputs_check": refresh is None}
         given = refresh if refresh is not None else list(inputs)
         t0 = time.monotonic()
@@ -427,8 +436,13 @@ class TrialChecks:
                 inputs = self._probe_inputs(what, harness.make_inputs(task.module, seed, self.device), seed)
                 if inputs is None:  # nothing for this probe to change
                     continue
+                # A probe's call leaves no buffer update behind on either side: its inputs are drawn to
+                # stress the arithmetic (an offset of 200-2000 std), and in a running mean they would leave every
+                # later eval-mode reference degenerate (all zero after a ReLU: attack t03 passed with zeros)
+                probe = what != "trial"
                 try:
-                    refs, inputs = self.reference(inputs, seed, train=train, grad=grad, probe=what)
+                    with harness.buffers_kept(task.model) if probe else contextlib.nullcontext():
+                        refs, inputs = self.reference(inputs, seed, train=train, grad=grad, probe=what)
                 except Exception:
                     if what != "trial":  # outside the reference's domain: no probe
                         continue
@@ -443,7 +457,8 @@ class TrialChecks:
                 t_cand = time.monotonic()
                 parts["reference"] += t_cand - t_step
                 key = "timing" if (what == "trial" and seed == self.timing_seed) else ""  # the last trial's set
-                reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key)
+                reply, outs, mutated = self.run_candidate(inputs, refs, train=train, grad=grad, key=key,
+                                                          keep_buffers=probe)
                 parts["candidate"] += time.monotonic() - t_cand
                 parts["candidate_call"] += float(reply.get("judge_wall_s") or 0.0)
                 if k == 0:
@@ -494,6 +509,13 @@ class TrialChecks:
                         return False
                     if train or self.mode_independent:
                         res.verdict, res.error = T.INCORRECT, f"{label} ({mode_name(train, grad)}): {cmp.message}"
+                        return False
+                    if not self._matches_train_mode(inputs, outs, seed, grad):
+                        res.verdict, res.error = T.INCORRECT, (
+                            f"{label} ({mode_name(train, grad)}): {cmp.message}; in eval mode the outputs match "
+                            "neither the reference's eval mode nor its train-mode computation on the same inputs "
+                            "(a kernel may ignore the mode, e.g. batch statistics on every call, but must compute "
+                            "one of the two)")
                         return False
                     if EVAL_MODE_MISMATCH not in res.flags:
                         res.flags.append(EVAL_MODE_MISMATCH)
@@ -798,6 +820,25 @@ class TrialChecks:
             evald, inputs = self.reference(inputs, self.input_seed, train=False, grad=True)
         self.mode_independent = compare.compare_outputs(evald, refs, self.opts.tolerance).ok
         return inputs
+
+    def _matches_train_mode(self, inputs: list, outs: list, seed: int, grad: bool) -> bool:
+        """Whether an eval-mode call's outputs are the reference's train-mode computation on the same inputs
+        (a kernel that ignores the mode), with its random modules as in eval mode, then (when it has any) as
+        in train mode. The model's buffers are put back after each call: a train-mode forward updates
+        BatchNorm's running statistics, which no later call of the candidate saw updated."""
+        model = fresh_copy(self.task) if self.task.stateful else self.task.model
+        stochastic = [m for m in model.modules() if isinstance(m, STOCHASTIC_MODULES)]
+        for draws in (False, True) if stochastic else (False,):
+            before = compare.fingerprint(inputs)
+            with harness.buffers_kept(model), harness.forward_mode(model, True, grad):
+                for m in stochastic:
+                    m.train(draws)
+                refs = [t.detach() for t in harness.flatten_outputs(model(*inputs))]
+            if compare.compare_outputs(outs, refs, self.opts.tolerance).ok:
+                return True
+            if compare.fingerprint(inputs) != before:  # the reference wrote its inputs: the trial's made again
+                inputs = self._probe_inputs("trial", harness.make_inputs(self.task.module, seed, self.device), seed)
+        return False
 
     def _degenerate(self, why: str) -> None:
         if T.DEGENERATE_TASK not in self.res.flags:
