@@ -6,6 +6,9 @@ PY     := $(VENV)/bin/python
 KERNELBENCH ?= $(shell [ -d ../shared/kernelbench ] && echo ../shared/kernelbench)
 DEVICE ?= auto
 OUT    ?= runs/demo
+# The suite's processes spend most of their time waiting on the evaluator's subprocesses: two test processes,
+# each test file in one of them (a module's shared pool stays one), keep 2 cores busy. PARALLEL= runs it in one.
+PARALLEL ?= -n 2 --dist loadfile
 
 .PHONY: venv test test-fast demo smoke clean gpu-prep
 
@@ -25,10 +28,10 @@ $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	touch $@
 
 test: venv
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra $(PARALLEL)
 
 test-fast: venv
-	$(PY) -m pytest -q -ra -m 'not slow and not gpu'
+	$(PY) -m pytest -q -ra -m 'not slow and not gpu' $(PARALLEL)
 
 demo: venv
 	$(VENV)/bin/drk eval --level 1,2 --solutions data/solutions $(if $(KERNELBENCH),--kernelbench $(KERNELBENCH)) \

@@ -12,6 +12,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Test processes running side by side (make test: pytest-xdist) share the cores: each gets its part for
+    # torch's threads, set before torch is imported, or OpenMP's waiting threads of one slow down the other's
+    # many times over (docs/measurements/test-suite-time.md)
+    _share = (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
+
 
 def kernelbench_dir() -> Path | None:
     for cand in (os.environ.get("DRK_KERNELBENCH"), ROOT.parent / "shared" / "kernelbench"):
