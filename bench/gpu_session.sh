@@ -29,7 +29,7 @@
 #   guarddefault the exec guard as CUDA's default? shipped solutions' throughput under it, the corpus entries in $CORPUS
 #   validate issue 14 in one call: the exec guard on CUDA (GPU test, native-code attacks), the attacks changed
 #            since the last GPU run ($ATTACKS), throughput with the sandbox on and off side by side
-#   recheck  after a CPU-only change: offset probe GPU test, corpus, the attacks in $ATTACKS, throughput on/off
+#   recheck  after a CPU-only change: offset probe GPU test, corpus, shipped solutions once, the attacks in $ATTACKS
 #   attacks  the attacks named by prefix in $ATTACKS (all when unset) with their pairs, static rules off, capped by $BUDGET
 #   verify   the profiled-everywhere GPU tests, the KernelGYM sequence on the GPU (SKIP_TESTS=1, SKIP_KG=1, SKIP_ATTACKS=1 leave them out; TESTS= other test files), the attacks a change is about
 #            ($ATTACKS, static rules off unless STATIC=on), then timing against the referee for $PAIRS
@@ -208,18 +208,17 @@ loadtiming)  # does a busy GPU change drk's numbers, lock on and off? (bench/tim
   done
   ;;
 recheck)  # after a CPU-only change to the probes or the sandbox, one call: the offset probe's GPU test (a TF32 GEMM
-  # stays ok), the GPU corpus, the attacks named in $ATTACKS with their pairs (static rules off), then throughput
-  # over the shipped level 1-2 solutions with the sandbox on and off (every one must stay ok), capped by $BUDGET
+  # stays ok), the GPU corpus, every shipped level 1-2 solution once (sandbox on, 4 workers: each must stay ok),
+  # then the attacks named in $ATTACKS with their pairs (static rules off) in what is left of $BUDGET
   echo "== offset probe vs a TF32 GEMM"; DRK_KERNELBENCH=$KB timeout 90 python3 -m pytest -q -m gpu tests/test_offset_probe.py 2>&1 | tail -2
   echo "== corpus ($SECONDS s in)"; timeout 90 python3 bench/gym_gpu.py --kernelbench $KB --out $OUT/gym --parts corpus 2>&1 \
-    | grep -o '"file": "[^"]*", "verdict": "[a-z_]*"\|"pass": [a-z]*\|"passed": [0-9]*, "total": [0-9]*' | paste -sd' ' | cut -c1-1500
-  A_S=$(( $(left) - ${THROUGHPUT_S:-215} )); [ $A_S -lt 30 ] && A_S=30
-  echo "== attacks ${ATTACKS:-none}, static rules off, ${A_S} s ($SECONDS s in)"; [ -n "${ATTACKS:-}" ] && DRK_STATIC_RULES=off \
-    timeout $A_S python3 bench/attacks_gpu.py --only $ATTACKS --workers ${WORKERS:-4} --out $OUT/attacks.json 2>&1 \
-    | grep -v SyntaxWarning | tail -${ATTACK_LINES:-45}
-  echo "== throughput, sandbox on and off ($SECONDS s in)"; GYM_PASSES=${GYM_PASSES:-2} timeout $(left) python3 bench/gym_gpu.py \
+    | grep -o '"file": "[^"]*", "verdict": "[a-z_]*"\|"pass": [a-z]*\|"passed": [0-9]*, "total": [0-9]*' | paste -sd' ' | cut -c1-1800
+  echo "== shipped solutions, sandbox on ($SECONDS s in)"; GYM_SANDBOX=on GYM_PASSES=1 timeout 150 python3 bench/gym_gpu.py \
     --kernelbench $KB --out $OUT/gym --parts isolation > $OUT/gym.log 2>&1
   medians $OUT/gym/isolation.json || tail -5 $OUT/gym.log
+  echo "== attacks ${ATTACKS:-none}, static rules off ($SECONDS s in)"; [ -n "${ATTACKS:-}" ] && DRK_STATIC_RULES=off \
+    timeout $(left) python3 bench/attacks_gpu.py --only $ATTACKS --workers ${WORKERS:-4} --out $OUT/attacks.json 2>&1 \
+    | grep -v SyntaxWarning | tail -${ATTACK_LINES:-50}
   ;;
 attacks)  # the attacks whose names start with one of $ATTACKS (comma-separated; all when unset) at full shapes, with
   # their poisoner/follower pairs on one worker, static rules off unless STATIC=on, capped by $BUDGET
