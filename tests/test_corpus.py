@@ -117,8 +117,9 @@ def test_an_eval_mode_check_is_never_vacuous(cpu_pool):
     """BatchNorm's eval mode reads the running statistics that train-mode calls update. A probe's shifted
     inputs (200-2000 standard deviations up) in a running mean left the reference's eval-mode output all zero
     after its ReLU, so a kernel returning zeros in eval mode (attack t03) passed on the seeds whose plan put
-    an eval-mode trial after such a probe (2 and 5 of these). A probe's call leaves no buffer update behind,
-    on either side; the kernel that is right in both modes and the one that ignores the mode stay `ok`."""
+    an eval-mode trial after such a probe (5 of these). Every eval-mode trial now comes before those probes
+    (`checks.eval_trials_first`); the kernel that is right in both modes and the one that ignores the mode stay
+    `ok`."""
     task = task_from_file(ROOT / "tests" / "corpus" / "tasks" / "batchnorm_relu.py")
     files = {"t03": ROOT / "tests" / "attacks" / "t03_batchnorm_eval_mode_zeros.py",
              "both_modes": ROOT / "tests" / "corpus" / "ok_batchnorm_stats_in_triton.py",

@@ -67,3 +67,34 @@ def test_the_probes_cost_no_more_than_a_few_passes_over_the_inputs():
     assert best(lambda: TrialChecks._offset([x], 7)) < 4 * passes
     wide = TrialChecks._widened([x], 7)[0]
     assert 1 <= int((wide != x).sum()) <= 8  # still a few planted elements, as before
+
+
+def test_eval_mode_trials_come_before_every_probe_that_shifts_inputs_in_any_order_otherwise():
+    """Every eval-mode trial precedes every probe whose inputs stress the arithmetic (their train-mode calls
+    would leave BatchNorm's running statistics degenerate for a later eval-mode check), nothing is lost or
+    repeated, and the order is otherwise random: each eval trial and each probe takes each of its possible
+    places, and the ablation and the train-mode trials go anywhere."""
+    import random
+
+    from drk.gym.judge.checks import MODES, eval_trials_first
+
+    n = 5
+    base = [("trial", k) for k in range(1, n)] + [(w, n + i) for i, w in enumerate(
+        ("wide", "ablation", "offset", "near", "offset_items", "near_all", "edge"))]
+    seen: dict[tuple, set[int]] = {x: set() for x in base}
+    rng = random.Random(0)
+    for _ in range(3000):
+        plan = list(base)
+        rng.shuffle(plan)
+        out = eval_trials_first(plan)
+        assert sorted(out) == sorted(base)
+        evals = [i for i, x in enumerate(out) if x[0] == "trial" and not MODES[x[1] % 4][0]]
+        shifted = [i for i, x in enumerate(out) if x[0] not in ("trial", "ablation")]
+        assert max(evals) < min(shifted), out
+        for i, x in enumerate(out):
+            seen[x].add(i)
+    places = {x: len(p) for x, p in seen.items()}
+    # 11 places: an eval trial can be anywhere up to the spot before the 6 shifted probes, the ablation and the
+    # train-mode trials anywhere, each shifted probe anywhere after the two eval trials
+    assert places[("ablation", n + 1)] == len(base) and places[("trial", 1)] == len(base), places
+    assert places[("trial", 2)] == len(base) - 6 and places[("offset", n + 2)] == len(base) - 2, places

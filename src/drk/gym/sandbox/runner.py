@@ -326,11 +326,9 @@ class Runner:
         t0 = time.perf_counter()
         try:
             roots: list = []  # the tensors the forward returned (or those they view), for `returned`
-            # a call with the kernels skipped, or a probe's, leaves the buffers (running statistics) as it found
-            # them: its updates are garbage (or from inputs drawn to stress the arithmetic) that the next eval-mode
-            # call would read (the judge does the same for its reference)
-            keep = self.recorder.skip or bool(h.get("keep_buffers"))
-            with self.harness.buffers_kept(self.model) if keep else contextlib.nullcontext():
+            # a call with the kernels skipped leaves the buffers (running statistics) as it found them: its
+            # updates are garbage the next eval-mode call would read (the judge does the same for its reference)
+            with self.harness.buffers_kept(self.model) if self.recorder.skip else contextlib.nullcontext():
                 outs = self.harness.forward(self.model, inputs, train=h.get("train", True),
                                             grad=h.get("grad", True), plain=True, roots=roots)
                 # The outputs are read (below, each copy ordered on the caller's stream) as the module's caller
