@@ -35,8 +35,8 @@ HOST_AHEAD = False  # --host-ahead: the GPU attacks against the gated timing pas
 def options(h: dict) -> EvalOptions:
     timeout = h["timeout"] if "timeout" in h["_raw"] else 300.0
     if DEVICE == "cpu":
-        return EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=timeout)
-    return EvalOptions(device=DEVICE, timeout_s=timeout, host_ahead=HOST_AHEAD)
+        return EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=timeout, input_seed=h["seed"])
+    return EvalOptions(device=DEVICE, timeout_s=timeout, host_ahead=HOST_AHEAD, input_seed=h["seed"])
 
 
 def attack_request(p: Path, label: str | None = None) -> EvalRequest:

@@ -53,6 +53,7 @@ def parse_header(path: Path) -> dict:
     h.setdefault("device", "any")
     h["markers"] = [m for m in h.get("markers", "").split(",") if m]
     h["timeout"] = float(h.get("timeout", 60))
+    h["seed"] = int(h["seed"]) if "seed" in h else None  # a fixed input seed: for a catch that is likely, not certain
     return h
 
 
@@ -91,7 +92,7 @@ def eval_request(path: Path, h: dict | None = None, label: str | None = None, fo
                            solution=label or src.name)
     h = HEADERS[path.name]
     return EvalRequest(task_from_file(ROOT / h["task"]), path.read_text(),
-                       EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=h["timeout"]),
+                       EvalOptions(device="cpu", input_budget_mb=0.25, timeout_s=h["timeout"], input_seed=h["seed"]),
                        solution=label or path.name)
 
 

@@ -92,16 +92,21 @@ EVAL_MODE_MISMATCH = "eval_mode_mismatch"
 # is computed with them as in eval mode too (no candidate can match another process's draws)
 STOCHASTIC_MODULES = (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)
 CACHE_PROBE_SEED = 7919
-SWAPPED_VALUES = 16  # positions per floating input the second caching call changes
+# Positions per floating input the second caching call changes: one, so a cache keyed on a sample of the
+# content misses it unless the sample holds that very position (one in 97 for a sample of every 97th element:
+# red team round 12's t07 got `ok` on 1 seed of 4 when 16 changed, one per position its sample held)
+SWAPPED_VALUES = 1
+SWAP_TRIES = 8  # draws of that position until the expected outputs move (a saturated value copied onto another)
+SWAP_MOVE = 4.0  # how far they must move, in multiples of the tolerance, so a stale output cannot pass
 _rng = random.SystemRandom()  # probe order: unpredictable, and independent of the request's seed
 TIMING_SLACK_MS = 0.5
 REFERENCE_TIMING_TRIES = 3  # gated passes of a reference before its fastest stands (`_time_reference`)
 
 
 def swap_few_values(inputs: list, seed: int) -> bool:
-    """Swap the values at SWAPPED_VALUES random positions of each contiguous floating input with values at
-    other random positions, in place: the inputs stay in the task's domain (every value is one it drew) and
-    almost all of them stay put. True if any value changed."""
+    """Copy the values at SWAPPED_VALUES random positions of each contiguous floating input onto other random
+    positions, in place: the inputs stay in the task's domain (every value is one it drew) and almost all of
+    them stay put. True if any value changed."""
     g = torch.Generator().manual_seed(seed)
     changed = False
     for t in inputs:
@@ -501,7 +506,8 @@ class TrialChecks:
                             continue
                         res.verdict, res.error = T.INCORRECT, (
                             "wrong on inputs of the task's shapes with exact zeros at a few positions, one item all "
-                            f"zero and a few elements 100 to 1000 standard deviations out: {cmp.message}; the task's "
+                            "zero, a few elements 100 to 1000 standard deviations out and a few items scaled down 1e2 "
+                            f"to 1e10 times: {cmp.message}; the task's "
                             "own computation is defined and accurate there (checked against float64), the kernel's is "
                             "not (a division without its eps, a NaN at exact zero, a maximum over part of a row)")
                         res.flags.append(T.EDGE_INPUTS_FAILED)
@@ -719,7 +725,8 @@ class TrialChecks:
         all zero (a norm without its eps divides zero by zero: s09) and, in up to four other items, one element
         500 to 1000 standard deviations above the input's mean, in a different quarter of each item, and one 100
         to 1000 below it (an exp after subtracting the maximum of only part of a row overflows: s06), and up to
-        four more items scaled down 1e2 to 1e7 times (an eps moved inside a root: t02).
+        four more items scaled down 1e2 to 1e10 times (an eps moved inside a root: t02; an eps dropped where the
+        task divides by max(norm, eps) and only an exactly zero norm guarded: t06).
         Floating-point inputs with at least two elements; None when there is none. A kernel that takes a careful
         path on such inputs gains nothing: they are the only ones where its careless path is wrong. Judged like
         the shifted probes: a miss counts only where the task's own float32 computation is accurate
@@ -739,15 +746,17 @@ class TrialChecks:
             order = _distinct(rows, 9, g)  # the all-zero item, the outliers' items, then the small items
             if rows > 1:
                 items[int(order[0])] = 0.0
-            # Up to four more items scaled down by 1e-2 to 1e-7, one scale per stratum of that range, so some
+            # Up to four more items scaled down by 1e-2 to 1e-10, one scale per stratum of that range, so some
             # item's norm or variance lands near any eps a task guards a division with (rsqrt(sum(x^2) + eps)
-            # where the task divides by max(norm, eps): attack t02). Single and double precision only: half
-            # precision turns such values into subnormals and zeros, which the zero item already covers.
+            # where the task divides by max(norm, eps): attack t02) and one far below it (a norm of thousands of
+            # elements scaled 1e-8 is still above an eps of 1e-6: t06 had dropped the eps). Squares of such values
+            # stay normal float32 numbers. Single and double precision only: half precision turns them into
+            # subnormals and zeros, which the zero item already covers.
             if t.dtype in (torch.float32, torch.float64):
                 small = order[5:9].tolist()
                 for j, r in enumerate(small):
                     u = float(torch.rand(1, generator=g, dtype=torch.float64))
-                    items[r] = items[r] * 10.0 ** (-2.0 - 5.0 * (j + u) / len(small))
+                    items[r] = items[r] * 10.0 ** (-2.0 - 8.0 * (j + u) / len(small))
             # In each of up to four other items: one element far above the mean, the item's largest, in a quarter
             # of the item of its own (so a statistic over any part of a row that misses it, a partial maximum,
             # misses by hundreds of standard deviations in some item), and one far below it.
@@ -1163,12 +1172,11 @@ class TrialChecks:
             self.res.correct = False
             return
         cmp = compare.compare_outputs(outs, refs, opts.tolerance)
-        if cmp.ok and swap_few_values(fresh, seed):
-            # the same inputs again with values swapped at a few random positions: a cache keyed on a sample
-            # of the content (which the change above always misses) hits here and returns the last output
-            refs, swapped = self.reference(fresh, seed, train=True, grad=False)
-            if swapped is not fresh:  # the reference wrote its inputs: they were made again, swap them the same way
-                swap_few_values(swapped, seed)
+        moved = self._moved_by_a_swap(fresh, refs, seed) if cmp.ok else None
+        if moved is not None:
+            # the same inputs again with a value changed at a random position: a cache keyed on a sample of the
+            # content (which the change above always misses) hits here and returns the last output
+            refs, swapped = moved
             reply, outs, _ = self.run_candidate(swapped, refs, train=True, grad=False, key="timing",
                                                 refresh=swapped)
             if not reply.get("ok"):
@@ -1181,6 +1189,22 @@ class TrialChecks:
             self.res.flags.append(T.OUTPUT_CACHED)
             self.res.error = ("after the inputs' values changed in place, the forward returned stale outputs "
                               f"({cmp.message}); outputs must be recomputed on every call")
+
+    def _moved_by_a_swap(self, fresh: list, refs: list, seed: int) -> tuple[list, list] | None:
+        """`fresh` with values changed at single positions (`swap_few_values`, one more draw at a time) until
+        the reference's outputs on them differ from `refs` by SWAP_MOVE times the tolerance: (those outputs,
+        the inputs), or None when no draw moved them (a value copied onto an equal one, a saturated region,
+        an output that does not depend on the values)."""
+        for k in range(SWAP_TRIES):
+            swap_few_values(fresh, seed + k)
+            moved, swapped = self.reference(fresh, seed, train=True, grad=False)
+            if swapped is not fresh:  # the reference wrote its inputs: they were made again, changed the same way
+                for j in range(k + 1):
+                    swap_few_values(swapped, seed + j)
+            if not compare.compare_outputs(moved, refs, self.opts.tolerance * SWAP_MOVE).ok:
+                return moved, swapped
+            fresh = swapped
+        return None
 
     # ---- coverage ----------------------------------------------------------------------------------
     def _rows(self, of: str) -> list[dict] | None:
