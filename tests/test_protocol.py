@@ -98,3 +98,21 @@ def test_eval_mode_trials_come_before_every_probe_that_shifts_inputs_in_any_orde
     # train-mode trials anywhere, each shifted probe anywhere after the two eval trials
     assert places[("ablation", n + 1)] == len(base) and places[("trial", 1)] == len(base), places
     assert places[("trial", 2)] == len(base) - 6 and places[("offset", n + 2)] == len(base) - 2, places
+
+
+def test_train_mode_without_random_modules_keeps_batch_statistics_and_drops_no_element():
+    """The train-mode computation an eval-mode output may match (`TrialChecks._matches_train_mode`): BatchNorm
+    normalises by the batch's statistics, and Dropout, whose draws no other process can match, passes its input
+    through; with random modules on, Dropout draws as usual."""
+    import torch
+
+    from drk.gym.common import harness
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5))
+    x = 3.0 * torch.randn(64, 8) + 2.0
+    batch_norm = (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + 1e-5)
+    out = harness.forward(model, [x], train=True, grad=False, random_modules=False)[0]
+    assert torch.allclose(out, batch_norm, atol=1e-5)
+    dropped = harness.forward(model, [x], train=True, grad=False)[0]
+    assert int((dropped == 0).sum()) > 100  # half of 512 elements, give or take

@@ -90,9 +90,18 @@ def build_model(module: types.ModuleType, cls_name: str, init_inputs: list, seed
     return model.to(device)
 
 
+# Modules that draw random numbers in train mode only (`forward_mode`'s random_modules)
+RANDOM_MODULES = (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)
+
+
 @contextlib.contextmanager
-def forward_mode(model: torch.nn.Module, train: bool, grad: bool):
+def forward_mode(model: torch.nn.Module, train: bool, grad: bool, random_modules: bool = True):
+    """`random_modules=False`: in train mode, the modules that draw random numbers compute as in eval mode."""
     model.train(train)
+    if train and not random_modules:
+        for m in model.modules():
+            if isinstance(m, RANDOM_MODULES):
+                m.train(False)
     with torch.set_grad_enabled(grad):
         yield
 
@@ -126,12 +135,12 @@ def plain_outputs(out: Any) -> list[torch.Tensor]:
 
 
 def forward(model: torch.nn.Module, inputs: list, *, train: bool = True, grad: bool = True,
-            plain: bool = False, roots: list | None = None) -> list[torch.Tensor]:
+            plain: bool = False, roots: list | None = None, random_modules: bool = True) -> list[torch.Tensor]:
     """`plain`: the candidate's forward, whose outputs must be plain tensors (`plain_outputs`) and which must
     leave the caller's current stream current. `roots`, when given, gets each output as the forward returned it
     (the tensor it is a view of, if any), before the detached copies this returns."""
     stream = _current_stream_handle() if plain else None
-    with forward_mode(model, train, grad):
+    with forward_mode(model, train, grad, random_modules):
         out = model(*inputs)
     if stream is not None and _current_stream_handle() != stream:
         raise StreamChanged("forward left another CUDA stream current; restore the caller's stream (and make it "
